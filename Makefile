@@ -1,0 +1,25 @@
+# The two commands of the README. Each creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: study test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+.stamp-install: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+## study: run the default study (results/compare_encodings/), replacing an earlier result
+study: .stamp-install
+	$(BIN)/poslab run --overwrite
+
+## test: run the test suite
+test: .stamp-install
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .stamp-install

@@ -1,0 +1,119 @@
+"""Cosine similarity between positions, with invalid (zero or non-finite) rows excluded.
+
+S[i, j] = ⟨x_i, x_j⟩ / (‖x_i‖ ‖x_j‖) in float64, clipped to [−1, 1], with an
+exact 1 on the diagonal. A zero or non-finite row has no direction: its
+positions are reported in a warning and its pairs are excluded (NaN in S,
+left out of every mean), never counted as 0 (case C10).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+from .._validation import check_table
+
+__all__ = ["InvalidPositionsWarning", "UnitRows", "unit_rows", "cosine_similarity"]
+
+#: A row whose norm is at most this fraction of the largest norm counts as zero.
+ZERO_NORM_RTOL = 1e-12
+
+
+class InvalidPositionsWarning(UserWarning):
+    """Some positions have zero or non-finite vectors and are excluded."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitRows:
+    """Unit-normalised position vectors.
+
+    Attributes
+    ----------
+    vectors : ndarray of shape (n_positions, dim)
+        Row i is x_i / ‖x_i‖ (after centering, if asked); excluded rows are 0.
+    valid : ndarray of bool, shape (n_positions,)
+        False for excluded (zero or non-finite) rows.
+    center : bool
+        Whether the mean position vector was subtracted first.
+    """
+
+    vectors: np.ndarray
+    valid: np.ndarray
+    center: bool
+
+    @property
+    def excluded_positions(self) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.flatnonzero(~self.valid))
+
+
+def unit_rows(table, *, center: bool = False, invalid: str = "exclude") -> UnitRows:
+    """Normalise each position vector to unit length.
+
+    Parameters
+    ----------
+    table : array_like of shape (n_positions, dim)
+    center : bool
+        Subtract the mean of the valid position vectors first.
+    invalid : {"exclude", "raise"}
+        What to do with zero or non-finite rows: exclude them with an
+        :class:`InvalidPositionsWarning` naming the positions, or raise.
+
+    Raises
+    ------
+    ValueError
+        ``invalid="raise"`` and a row is invalid, or no valid row is left.
+    """
+    if invalid not in ("exclude", "raise"):
+        raise ValueError(f"invalid must be 'exclude' or 'raise', got {invalid!r}")
+    x = check_table(table, allow_nonfinite=True)
+    valid = np.isfinite(x).all(axis=1)
+    x = np.where(valid[:, None], x, 0.0)
+    if center and valid.any():
+        x = np.where(valid[:, None], x - x[valid].mean(axis=0), 0.0)
+    norms = np.linalg.norm(x, axis=1)
+    largest = norms.max(initial=0.0)
+    valid &= norms > ZERO_NORM_RTOL * largest
+    if not valid.all():
+        bad = np.flatnonzero(~valid)
+        what = (
+            f"{bad.size} of {len(x)} positions have zero or non-finite vectors"
+            f"{' after centering' if center else ''} (first: {bad[:10].tolist()})"
+        )
+        if invalid == "raise" or not valid.any():
+            raise ValueError(f"{what}; cosine similarity is undefined for them. Drop or fix those rows")
+        warnings.warn(f"{what}; their pairs are excluded from every mean", InvalidPositionsWarning, stacklevel=3)
+    vectors = np.zeros_like(x)
+    vectors[valid] = x[valid] / norms[valid, None]
+    return UnitRows(vectors, valid, bool(center))
+
+
+def cosine_similarity(table, *, center: bool = False, invalid: str = "exclude") -> np.ndarray:
+    """Cosine similarity matrix between all positions.
+
+    Parameters
+    ----------
+    table : array_like of shape (n_positions, dim)
+    center : bool
+        Subtract the mean position vector first.
+    invalid : {"exclude", "raise"}
+        See :func:`unit_rows`.
+
+    Returns
+    -------
+    ndarray of shape (n_positions, n_positions), float64
+        Symmetric, in [−1, 1], exactly 1 on the diagonal of valid positions,
+        NaN in the rows and columns of excluded positions.
+
+    Notes
+    -----
+    Holds the whole n × n matrix: use :func:`poslab.analysis.similarity_profile`
+    or :func:`poslab.analysis.block_similarity` for long contexts.
+    """
+    u = unit_rows(table, center=center, invalid=invalid)
+    s = np.clip(u.vectors @ u.vectors.T, -1.0, 1.0)
+    np.fill_diagonal(s, 1.0)
+    s[~u.valid, :] = np.nan
+    s[:, ~u.valid] = np.nan
+    return s

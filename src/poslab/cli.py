@@ -1,0 +1,81 @@
+"""The ``poslab`` command line: run studies, list encodings, redraw figures."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+
+@click.group()
+@click.version_option(__version__, prog_name="poslab")
+def main():
+    """Comparative studies of positional encodings in transformers."""
+
+
+@main.command()
+@click.argument("study", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder [default: results/<study name>].")
+@click.option("--overwrite", is_flag=True, help="Replace an existing results folder.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+def run(study, out, overwrite, progress):
+    """Run STUDY (a TOML file; default: the packaged compare_encodings study)."""
+    from .study import default_study_path, load_study, run_study, write_results
+    from .study.results import ResultsExistError, check_writable
+    from .study.spec import StudyError
+
+    path = study or default_study_path()
+    try:
+        spec = load_study(path)
+        out = out or Path("results") / spec.name
+        check_writable(out, overwrite=overwrite)
+    except (StudyError, FileNotFoundError, ResultsExistError) as exc:
+        raise click.ClickException(str(exc)) from None
+    runs = spec.runs()
+    click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
+    result = run_study(spec, progress=progress)
+    try:
+        write_results(result, out, overwrite=overwrite)
+    except ResultsExistError as exc:
+        raise click.ClickException(str(exc)) from None
+    cols = ["label", "seed", "status", "selected_model", "decay_length"] + [
+        c for c in result.summary.columns if c.startswith("band_width_")
+    ]
+    cols = [c for c in cols if c in result.summary.columns]
+    click.echo(result.summary[cols].to_string(index=False))
+    failed = result.summary[result.summary["status"] != "ok"]
+    for _, row in failed.iterrows():
+        click.secho(f"run failed: {row['label']} seed {row['seed']}: {row['message']}", fg="red", err=True)
+    click.echo(f"wrote {out} in {result.timings['total']:.1f} s")
+
+
+@main.command()
+def encodings():
+    """List every registered encoding kind with its parameters and defaults."""
+    from .encodings import available_encodings
+
+    for kind, cls in available_encodings().items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0]
+        click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){'  [stochastic: one run per seed]' if cls.stochastic else ''}")
+        click.echo(f"    {doc}")
+        types = cls.parameter_types()
+        for name, default in cls.defaults().items():
+            shown = "required" if default is dataclasses.MISSING else f"default {default!r}"
+            click.echo(f"    {name}: {types[name]}, {shown}")
+
+
+@main.command()
+@click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def plot(results):
+    """Redraw the figures of a finished RESULTS folder from its CSV tables."""
+    from .study import read_results, write_figures
+
+    try:
+        tables = read_results(results)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    write_figures(tables, results)
+    click.echo(f"redrew the figures in {results}")

@@ -1,0 +1,38 @@
+"""Positional encoding generators and their registry.
+
+Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``.
+Third-party kinds register through the entry-point group ``poslab.encodings``.
+"""
+
+from .base import Encoding, ParameterError
+from .registry import (
+    ENTRY_POINT_GROUP,
+    available_encodings,
+    get_encoding_class,
+    make_encoding,
+    register,
+    unregister,
+)
+from .sinusoidal import Sinusoidal, sinusoidal_frequencies  # noqa: E402  (registers)
+from .learned import Learned  # noqa: E402
+from .random import RandomEncoding  # noqa: E402
+from .rotary import Rotary, apply_rotary, rope_angles, rope_inv_freq  # noqa: E402
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Encoding",
+    "Learned",
+    "ParameterError",
+    "RandomEncoding",
+    "Rotary",
+    "Sinusoidal",
+    "apply_rotary",
+    "available_encodings",
+    "get_encoding_class",
+    "make_encoding",
+    "register",
+    "rope_angles",
+    "rope_inv_freq",
+    "sinusoidal_frequencies",
+    "unregister",
+]

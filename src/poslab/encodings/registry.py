@@ -1,0 +1,153 @@
+"""Name → class registry of encodings, fed by built-ins and the ``poslab.encodings`` entry points.
+
+Modelled on fsspec's ``registry.py`` and xarray's ``backends/plugins.py``:
+clashes are refused, a broken third-party plugin is warned about and skipped,
+and an unknown kind lists the installed ones.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import warnings
+
+from .base import Encoding
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "register",
+    "unregister",
+    "get_encoding_class",
+    "available_encodings",
+    "make_encoding",
+]
+
+ENTRY_POINT_GROUP = "poslab.encodings"
+
+_REGISTRY: dict[str, type[Encoding]] = {}
+_entry_points_loaded = False
+
+
+def register(cls: type[Encoding]) -> type[Encoding]:
+    """Class decorator: add an :class:`Encoding` subclass under ``cls.kind``.
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` is not a dataclass subclass of Encoding with a ``kind``.
+    ValueError
+        If another class already holds that kind.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Encoding)):
+        raise TypeError(f"register expects a subclass of poslab.encodings.Encoding, got {cls!r}")
+    if not cls.kind or not isinstance(cls.kind, str):
+        raise TypeError(f"{cls.__name__} must set a class attribute kind = 'name'")
+    if "__dataclass_fields__" not in cls.__dict__:
+        raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True)")
+    clash = sorted(set(cls.defaults()) & reserved_columns())
+    if clash:
+        raise ValueError(
+            f"{cls.__name__} has parameter(s) {', '.join(clash)} whose names are output table columns; rename them"
+        )
+    held = _REGISTRY.get(cls.kind)
+    if held is not None and held is not cls and _qualname(held) != _qualname(cls):
+        raise ValueError(
+            f"encoding kind {cls.kind!r} is already registered by {_qualname(held)}; "
+            f"choose another kind for {_qualname(cls)} or unregister the old one"
+        )
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def reserved_columns() -> set[str]:
+    """Column names of the output tables, which encoding parameters may not take."""
+    from ..analysis.decay import DECAY_MODELS
+
+    names = {
+        "study", "label", "kind", "seed", "distance", "mean_similarity", "std_similarity", "n_pairs",
+        "fitted_similarity", "model", "status", "message", "threshold", "width", "recrosses", "crossings",
+        "row_start", "row_stop", "col_start", "col_stop", "n_positions", "table_dim", "selected_model",
+        "decay_length", "seconds", "excluded_positions", "r2", "rmse", "aic", "bic", "n_points", "selected",
+    }
+    for model in DECAY_MODELS.values():
+        names |= set(model.param_names) | {f"{p}_se" for p in model.param_names}
+    return names
+
+
+def unregister(kind: str) -> None:
+    """Remove ``kind`` from the registry (no error if absent)."""
+    _REGISTRY.pop(kind, None)
+
+
+def _qualname(cls) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def load_entry_points(*, force: bool = False) -> None:
+    """Import and register third-party encodings from the ``poslab.encodings`` group.
+
+    A plugin that fails to import, is not an Encoding, or clashes with a
+    registered kind raises a ``RuntimeWarning`` and is skipped.
+    """
+    global _entry_points_loaded
+    if _entry_points_loaded and not force:
+        return
+    _entry_points_loaded = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            cls = ep.load()
+            if cls.kind != ep.name:
+                raise ValueError(f"entry point name {ep.name!r} differs from the class kind {cls.kind!r}")
+            register(cls)
+        except Exception as exc:  # a broken plugin must not break poslab
+            warnings.warn(
+                f"skipping poslab encoding plugin {ep.name!r} ({ep.value}): {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+def available_encodings() -> dict[str, type[Encoding]]:
+    """Every registered kind → class, built-ins and plugins, sorted by kind."""
+    load_entry_points()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_encoding_class(kind: str) -> type[Encoding]:
+    """Return the class registered as ``kind``.
+
+    Raises
+    ------
+    KeyError
+        If no such kind is installed; the message lists the installed kinds.
+    """
+    classes = available_encodings()
+    try:
+        return classes[kind]
+    except KeyError:
+        raise KeyError(
+            f"unknown encoding kind {kind!r}; installed kinds: {', '.join(classes)}. "
+            f"Third-party kinds register through the entry-point group {ENTRY_POINT_GROUP!r}"
+        ) from None
+
+
+def make_encoding(kind: str, **params) -> Encoding:
+    """Build the encoding ``kind`` with hyperparameters ``params``.
+
+    Raises
+    ------
+    KeyError
+        Unknown kind.
+    TypeError
+        Unknown parameter name (the message lists the valid ones).
+    poslab.encodings.ParameterError
+        Wrong type or invalid value.
+    """
+    cls = get_encoding_class(kind)
+    valid = cls.defaults()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"{kind}: unknown parameter(s) {', '.join(unknown)}; valid parameters: "
+            + ", ".join(f"{k} ({t})" for k, t in cls.parameter_types().items())
+        )
+    return cls(**params)

@@ -1,0 +1,251 @@
+"""Figures from poslab's tidy tables, and nothing else.
+
+Like seaborn's figure functions, each function takes a tidy DataFrame and
+keyword-only options and returns the :class:`matplotlib.figure.Figure`. They
+never fit, never recompute similarities (only means across seeds for
+display) and never write files; :func:`save_figure` does that on request.
+Figures are plain ``Figure`` objects (no pyplot state), so they are safe to
+build in threads and in scripts without a display.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure"]
+
+_HEATMAP_COLUMNS = ("label", "seed", "row_start", "row_stop", "col_start", "col_stop", "mean_similarity")
+_PROFILE_COLUMNS = ("label", "seed", "distance", "mean_similarity")
+
+
+def _check_frame(df, required, name):
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} lacks required column(s) {missing}; it has {list(df.columns)}")
+    if df.empty:
+        raise ValueError(f"{name} is empty: nothing to plot")
+
+
+def _select_labels(df, labels, name):
+    present = list(pd.unique(df["label"]))
+    if labels is None:
+        return present
+    labels = [labels] if isinstance(labels, str) else list(labels)
+    unknown = [lab for lab in labels if lab not in present]
+    if unknown:
+        raise ValueError(f"labels {unknown} are not in {name}; available: {present}")
+    if not labels:
+        raise ValueError("labels is empty: nothing to plot")
+    return labels
+
+
+def _pick_seed(sub, seed):
+    """Rows of one label for one seed; returns (rows, seed shown or None)."""
+    seeds = sorted(int(s) for s in pd.unique(sub["seed"].dropna()))
+    if not seeds:  # deterministic encoding: seed is NA
+        return sub, None
+    if seed == "first":
+        chosen = seeds[0]
+    elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and int(seed) in seeds:
+        chosen = int(seed)
+    else:
+        raise ValueError(f"seed must be 'first' or one of {seeds} for label {sub['label'].iloc[0]!r}, got {seed!r}")
+    return sub[sub["seed"].notna() & (sub["seed"] == chosen)], chosen
+
+
+def _block_matrix(rows, label):
+    """Pivot block rows to (matrix, extent); missing blocks become NaN."""
+    if rows.duplicated(["row_start", "col_start"]).any():
+        raise ValueError(f"label {label!r} has several rows for the same block (mix of studies or n_positions?); "
+                         "filter the table to one run per label first")
+    mat = rows.pivot(index="row_start", columns="col_start", values="mean_similarity").sort_index().sort_index(axis=1)
+    extent = (int(rows["col_start"].min()), int(rows["col_stop"].max()),
+              int(rows["row_stop"].max()), int(rows["row_start"].min()))
+    return mat.to_numpy(dtype=float, na_value=np.nan), extent
+
+
+def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first", ncols=None,
+                             cmap="RdBu_r", panel_size=3.2, title=None) -> Figure:
+    """Block-averaged cosine-similarity matrices, one panel per encoding.
+
+    Parameters
+    ----------
+    heatmaps : DataFrame
+        One row per run x block with columns ``label`` (str), ``seed`` (Int64,
+        NA for deterministic encodings), ``row_start``, ``row_stop``,
+        ``col_start``, ``col_stop`` (int positions; the block covers
+        [start, stop)) and ``mean_similarity`` (float in [-1, 1]). Blocks form
+        a regular, near-uniform grid per run, as from
+        ``np.linspace(0, n_positions, bins + 1).astype(int)``.
+    labels : list of str, optional
+        Labels to show, in this order. Default: all, in order of appearance.
+    seed : "first" or int
+        Seed shown for stochastic encodings: ``"first"`` is the smallest.
+    ncols : int, optional
+        Panels per row. Default: all in one row up to 4, then wrap.
+    cmap : str or Colormap
+        Diverging colormap; the scale is fixed to [-1, 1] for every panel.
+    panel_size : float
+        Width and height of one panel in inches.
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One ``imshow`` image per label (``extent`` in positions, origin at the
+        top left) and one shared colorbar labelled "cosine similarity".
+        Near-uniform blocks are drawn as equal cells.
+    """
+    _check_frame(heatmaps, _HEATMAP_COLUMNS, "heatmaps")
+    labels = _select_labels(heatmaps, labels, "heatmaps")
+    n = len(labels)
+    ncols = min(n, 4) if ncols is None else max(1, min(int(ncols), n))
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(panel_size * ncols + 1.0, panel_size * nrows + (0.4 if title else 0.0)),
+                 layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")
+    width = max(12, int(panel_size * 10))  # ~10 characters per inch at 9 pt
+    image = None
+    for k, (ax, label) in enumerate(zip(axes, labels)):
+        rows, shown = _pick_seed(heatmaps[heatmaps["label"] == label], seed)
+        mat, extent = _block_matrix(rows, label)
+        image = ax.imshow(mat, cmap=cmap, vmin=-1.0, vmax=1.0, extent=extent, origin="upper",
+                          aspect="equal", interpolation="nearest")
+        text = label if shown is None else f"{label}, seed {shown}"
+        ax.set_title(textwrap.fill(text, width), fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+        ax.tick_params(labelsize=8)
+        if k + ncols >= n:  # no panel below
+            ax.set_xlabel("position j")
+        if k % ncols == 0:
+            ax.set_ylabel("position i")
+    for ax in axes[n:]:
+        ax.remove()
+    cbar = fig.colorbar(image, ax=list(axes[:n]), shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
+    cbar.set_label("cosine similarity")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _seed_summary(df, has_fit):
+    """Per label and distance: mean and sd across seeds (display only)."""
+    g = df.groupby(["label", "distance"], sort=True)
+    out = g["mean_similarity"].agg(mean="mean", sd="std", n_seeds="count")
+    out["fit"] = g["fitted_similarity"].mean() if has_fit else np.nan
+    return out.reset_index()
+
+
+def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
+                      panel_size=(6.0, 4.2), title=None) -> Figure:
+    """Similarity profiles against distance, on a linear and a log distance axis.
+
+    Parameters
+    ----------
+    profiles : DataFrame
+        One row per run x distance with columns ``label``, ``seed`` (Int64, NA
+        for deterministic encodings), ``distance`` (int, positions) and
+        ``mean_similarity``; optionally ``fitted_similarity`` (the selected
+        decay model at that distance, NaN where none was selected). Other
+        columns (``study``, ``kind``, parameters, ``std_similarity``, ...)
+        are ignored. At most one row per (label, seed, distance).
+    labels : list of str, optional
+        Labels to show, in this order. Default: all, in order of appearance.
+    min_distance : int
+        Smallest distance drawn (the log panel starts at ``max(1, min_distance)``).
+    panel_size : (float, float)
+        Width and height of each of the two panels, in inches.
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes sharing y. Solid line: mean over seeds; shaded band: +-1 sd
+        across seeds (labels with several seeds); dashed line: mean selected
+        fit. One legend to the right of the panels.
+    """
+    _check_frame(profiles, _PROFILE_COLUMNS, "profiles")
+    labels = _select_labels(profiles, labels, "profiles")
+    df = profiles[profiles["label"].isin(labels)]
+    if df.duplicated(["label", "seed", "distance"]).any():
+        raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
+                         "filter it to one study (or give the runs distinct labels) first")
+    summary = _seed_summary(df, "fitted_similarity" in df.columns)
+    palette = sns.color_palette("colorblind" if len(labels) <= 10 else "husl", len(labels))
+    colours = dict(zip(labels, palette))
+    w, h = panel_size
+    fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
+    ax_lin, ax_log = fig.subplots(1, 2, sharey=True)
+    starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
+    handles, any_band, any_fit = [], False, False
+    for label in labels:
+        s = summary[summary["label"] == label]
+        colour = colours[label]
+        for ax, start in starts.items():
+            d = s[s["distance"] >= start]
+            x = d["distance"].to_numpy(dtype=float)
+            ax.plot(x, d["mean"].to_numpy(dtype=float), color=colour, lw=1.6, ls="-", label=label)
+            if (d["n_seeds"] > 1).any():
+                sd = d["sd"].to_numpy(dtype=float)
+                ax.fill_between(x, d["mean"] - sd, d["mean"] + sd, color=colour, alpha=0.2, lw=0)
+                any_band = True
+            if d["fit"].notna().any():
+                ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
+                        label=f"{label} (selected fit)")
+                any_fit = True
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 32)))
+    for ax in (ax_lin, ax_log):
+        ax.axhline(0.0, color="0.6", lw=0.8, zorder=0)
+        ax.set_xlabel("distance (positions)")
+        ax.grid(alpha=0.25, lw=0.5)
+    ax_log.set_xscale("log")
+    ax_lin.set_ylabel("mean cosine similarity")
+    ax_lin.set_title("linear distance", fontsize=10)
+    ax_log.set_title("log distance", fontsize=10)
+    if any_fit:
+        handles.append(Line2D([], [], color="0.3", lw=1.2, ls="--", label="selected fit (dashed)"))
+    if any_band:
+        handles.append(Patch(color="0.3", alpha=0.2, label="±1 sd across seeds"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def save_figure(fig, path, *, dpi=150) -> None:
+    """Write ``fig`` to ``path`` and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        Figure returned by a poslab plot function (or any Figure).
+    path : str or os.PathLike
+        Output file; the suffix picks the format (``.png``, ``.svg``,
+        ``.pdf``, ...), PNG when there is none. Parent folders are created.
+    dpi : float
+        Resolution for raster formats.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", format=None if path.suffix else "png")
+    pyplot = sys.modules.get("matplotlib.pyplot")  # only pyplot-managed figures need closing
+    if pyplot is not None:
+        pyplot.close(fig)

@@ -1,0 +1,187 @@
+"""Run a study: every run through the analysis pipeline, into tidy tables.
+
+A failed run becomes a ``summary`` row with ``status = "failed"`` and the
+error message; the study goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..analysis import band_metrics, block_similarity, fit_decay, similarity_profile
+from .spec import AnalysisOptions, Run, StudySpec
+
+__all__ = ["RunAnalysis", "StudyResult", "analyse_table", "run_study", "TABLES"]
+
+#: The tables of a study result, in the order they are written.
+TABLES = ("summary", "profiles", "decay_metrics", "bands", "heatmaps")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunAnalysis:
+    """Everything the pipeline measures on one table."""
+
+    profile: object
+    bands: object
+    fits: object
+    blocks: object
+    table_dim: int
+
+
+def analyse_table(table, *, max_distance: int, options: AnalysisOptions = AnalysisOptions()) -> RunAnalysis:
+    """Profile, band metrics, decay fits and block heatmap of one position table.
+
+    Parameters
+    ----------
+    table : array_like of shape (n_positions, dim)
+    max_distance : int
+        Largest distance of the profile (< n_positions).
+    options : AnalysisOptions
+
+    Returns
+    -------
+    RunAnalysis
+    """
+    profile = similarity_profile(table, max_distance=max_distance, center=options.center)
+    bands = band_metrics(profile, options.thresholds)
+    use = profile.distance >= options.fit_min_distance
+    fits = fit_decay(
+        profile.distance[use],
+        profile.mean_similarity[use],
+        n_pairs=profile.n_pairs[use],
+        std=profile.std_similarity[use],
+        models=options.models,
+    )
+    blocks = block_similarity(table, bins=options.heatmap_bins, center=options.center)
+    return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]))
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyResult:
+    """The tables of a finished study plus what the manifest records.
+
+    Attributes
+    ----------
+    summary, profiles, decay_metrics, bands, heatmaps : pandas.DataFrame
+        See the README for every column.
+    timings : dict
+        Seconds per run label/seed and in total.
+    """
+
+    spec: StudySpec
+    summary: pd.DataFrame
+    profiles: pd.DataFrame
+    decay_metrics: pd.DataFrame
+    bands: pd.DataFrame
+    heatmaps: pd.DataFrame
+    timings: dict
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {name: getattr(self, name) for name in TABLES}
+
+
+def _band_column(threshold: float) -> str:
+    return "band_width_" + f"{threshold:g}".replace("-", "m").replace(".", "p")
+
+
+def _keys(spec: StudySpec, run: Run, param_names: list[str]) -> dict:
+    params = run.encoding.params()
+    keys = {"study": spec.name, "label": run.label, "kind": run.encoding.kind}
+    keys.update({p: params.get(p) for p in param_names})
+    keys["seed"] = run.seed
+    return keys
+
+
+def _with_keys(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
+    return pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in keys.items()}), frame.reset_index(drop=True)], axis=1)
+
+
+def _finish(frames: list[pd.DataFrame], columns_first: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=columns_first)
+    out = pd.concat(frames, ignore_index=True)
+    out["seed"] = out["seed"].astype("Int64")
+    return out
+
+
+def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
+    """Run every run of ``spec`` and collect the tables.
+
+    Parameters
+    ----------
+    spec : StudySpec
+    progress : bool
+        Show a progress bar (on stderr; hidden for runs shorter than 0.5 s).
+
+    Returns
+    -------
+    StudyResult
+    """
+    runs = spec.runs()
+    param_names: list[str] = []
+    for enc in spec.encodings:
+        param_names += [p for p in enc.params() if p not in param_names]
+    key_columns = ["study", "label", "kind", *param_names, "seed"]
+    summary, profiles, decay, bands, heatmaps = [], [], [], [], []
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    bar = tqdm(runs, desc=spec.name, unit="run", disable=not progress, delay=0.5, leave=False)
+    for run in bar:
+        bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
+        keys = _keys(spec, run, param_names)
+        t0 = time.perf_counter()
+        row = dict(keys, n_positions=spec.n_positions, table_dim=pd.NA, status="ok", message="")
+        try:
+            rng = np.random.default_rng(run.seed) if run.seed is not None else None
+            table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
+            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
+        except Exception as exc:  # a failed run is a row, not a crash
+            row.update(status="failed", message=f"{type(exc).__name__}: {exc}")
+            summary.append(pd.DataFrame([row]))
+            continue
+        prof = result.profile.to_frame()
+        prof["fitted_similarity"] = np.where(
+            prof["distance"] >= spec.analysis.fit_min_distance, result.fits.predict(prof["distance"].to_numpy()), np.nan
+        )
+        profiles.append(_with_keys(prof, keys))
+        decay.append(_with_keys(result.fits.to_frame(), keys))
+        band = result.bands.to_frame()
+        bands.append(_with_keys(band, keys))
+        heatmaps.append(_with_keys(result.blocks.to_frame(), keys))
+        selected = result.fits.selected
+        row.update(
+            table_dim=result.table_dim,
+            excluded_positions=";".join(map(str, result.profile.excluded_positions)),
+            selected_model=selected.model if selected else "",
+            decay_length=selected.decay_length if selected else np.nan,
+        )
+        if selected is None:
+            statuses = sorted({f.status for f in result.fits.fits})
+            row["message"] = "no decay model fitted: " + ", ".join(statuses)
+        for t, w in zip(band["threshold"], band["width"]):
+            row[_band_column(t)] = w
+        seconds = time.perf_counter() - t0
+        row["seconds"] = seconds
+        timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = seconds
+        summary.append(pd.DataFrame([row]))
+    bar.close()
+    timings["total"] = time.perf_counter() - start
+    summary_df = _finish(summary, key_columns)
+    for col in summary_df.columns:
+        if col.startswith("band_width_"):
+            summary_df[col] = summary_df[col].astype("Int64")
+    return StudyResult(
+        spec=spec,
+        summary=summary_df,
+        profiles=_finish(profiles, key_columns),
+        decay_metrics=_finish(decay, key_columns),
+        bands=_finish(bands, key_columns),
+        heatmaps=_finish(heatmaps, key_columns),
+        timings=timings,
+    )

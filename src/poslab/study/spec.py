@@ -1,0 +1,249 @@
+"""Study files: TOML → validated :class:`StudySpec` → runs (encoding × parameter grid × seed).
+
+A study file::
+
+    name = "compare_encodings"
+    n_positions = 1024
+    dim = 768
+    seeds = [0, 1, 2]
+    max_distance = 1023          # optional, default n_positions - 1
+
+    [analysis]                   # optional
+    center = false
+    thresholds = [0.9, 0.5, 0.0]
+    models = ["exponential", "gaussian", "power_law", "stretched_exponential", "damped_cosine"]
+    heatmap_bins = 128
+    fit_min_distance = 1
+
+    [[encodings]]
+    kind = "sinusoidal"
+    layout = ["interleaved", "concatenated"]   # a list expands to one run per value
+
+Everything is checked before any work: unknown keys, unknown kinds and
+parameters, wrong types, sizes an encoding cannot produce. Messages name the
+file, the ``[[encodings]]`` entry and the valid choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..analysis.bands import DEFAULT_THRESHOLDS
+from ..analysis.decay import DECAY_MODELS
+from ..encodings import Encoding, make_encoding
+
+__all__ = ["StudyError", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
+
+
+class StudyError(ValueError):
+    """A study file is invalid; the message names the file, the entry and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisOptions:
+    """Options of the analysis pipeline, from a study's ``[analysis]`` table.
+
+    Attributes
+    ----------
+    center : bool
+        Subtract the mean position vector before cosine similarity.
+    thresholds : tuple of float
+        Band-width thresholds (cosine similarity levels in [−1, 1]).
+    models : tuple of str
+        Decay models to fit (names in ``poslab.analysis.DECAY_MODELS``).
+    heatmap_bins : int
+        Blocks per axis of the stored block-averaged heatmaps.
+    fit_min_distance : int
+        Smallest distance used in decay fits (distance 0 is 1 by construction).
+    """
+
+    center: bool = False
+    thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
+    models: tuple[str, ...] = tuple(DECAY_MODELS)
+    heatmap_bins: int = 128
+    fit_min_distance: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One unit of work: an encoding at one seed (None for deterministic encodings)."""
+
+    encoding: Encoding
+    seed: int | None
+
+    @property
+    def label(self) -> str:
+        return self.encoding.label
+
+
+@dataclasses.dataclass(frozen=True)
+class StudySpec:
+    """A validated study. Build it with :func:`load_study` or :func:`parse_study`."""
+
+    name: str
+    n_positions: int
+    dim: int
+    seeds: tuple[int, ...]
+    max_distance: int
+    analysis: AnalysisOptions
+    encodings: tuple[Encoding, ...]
+    source: str = "<dict>"
+    text: str = ""
+
+    def runs(self) -> list[Run]:
+        """Stochastic encodings once per seed, deterministic ones once (seed None)."""
+        return [
+            Run(enc, seed)
+            for enc in self.encodings
+            for seed in (self.seeds if enc.stochastic else (None,))
+        ]
+
+
+_TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", "encodings", "description"}
+
+
+def _int(value, what, where, minimum):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StudyError(f"{where}: {what} must be an integer, got {value!r}")
+    if value < minimum:
+        raise StudyError(f"{where}: {what} must be >= {minimum}, got {value}")
+    return value
+
+
+def _analysis(raw, where) -> AnalysisOptions:
+    if not isinstance(raw, dict):
+        raise StudyError(f"{where}: [analysis] must be a table, got {raw!r}")
+    fields = {f.name for f in dataclasses.fields(AnalysisOptions)}
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise StudyError(f"{where}: unknown [analysis] option(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
+    opts = dict(raw)
+    if "center" in opts and not isinstance(opts["center"], bool):
+        raise StudyError(f"{where}: [analysis] center must be true or false, got {opts['center']!r}")
+    if "thresholds" in opts:
+        t = opts["thresholds"]
+        if not isinstance(t, list) or not t or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and -1 <= v <= 1 for v in t
+        ):
+            raise StudyError(f"{where}: [analysis] thresholds must be a non-empty list of numbers in [-1, 1], got {t!r}")
+        opts["thresholds"] = tuple(float(v) for v in t)
+    if "models" in opts:
+        m = opts["models"]
+        if not isinstance(m, list) or not m or any(v not in DECAY_MODELS for v in m):
+            raise StudyError(f"{where}: [analysis] models must be a non-empty list from {', '.join(DECAY_MODELS)}; got {m!r}")
+        opts["models"] = tuple(m)
+    for key in ("heatmap_bins", "fit_min_distance"):
+        if key in opts:
+            opts[key] = _int(opts[key], f"[analysis] {key}", where, 2 if key == "heatmap_bins" else 0)
+    return AnalysisOptions(**opts)
+
+
+def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
+    if not isinstance(entry, dict) or "kind" not in entry:
+        raise StudyError(f"{where}: [[encodings]] entry {index} must be a table with a kind = \"...\", got {entry!r}")
+    kind = entry["kind"]
+    params = {k: v for k, v in entry.items() if k != "kind"}
+    grid_keys = [k for k, v in params.items() if isinstance(v, list)]
+    for k in grid_keys:
+        if not params[k]:
+            raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {kind!r}): {k} is an empty list")
+    out = []
+    for values in itertools.product(*(params[k] for k in grid_keys)):
+        combo = {**params, **dict(zip(grid_keys, values))}
+        try:
+            out.append(make_encoding(kind, **combo))
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+            raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {kind!r}): {msg}") from None
+    return out
+
+
+def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "") -> StudySpec:
+    """Validate a study given as a dict (the parsed TOML).
+
+    Raises
+    ------
+    StudyError
+        Anything wrong, with the source, the entry and the valid choices named.
+    """
+    where = source
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise StudyError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(_TOP_KEYS))}")
+    for key in ("name", "n_positions", "dim", "encodings"):
+        if key not in data:
+            raise StudyError(f"{where}: missing required key {key!r}")
+    name = data["name"]
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise StudyError(f"{where}: name must be a folder-safe string of letters, digits, '_', '.', '-', got {name!r}")
+    n_positions = _int(data["n_positions"], "n_positions", where, 2)
+    dim = _int(data["dim"], "dim", where, 1)
+    seeds = data.get("seeds", [0])
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise StudyError(f"{where}: seeds must be a non-empty list of non-negative integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise StudyError(f"{where}: seeds must be distinct, got {seeds!r}")
+    max_distance = _int(data.get("max_distance", n_positions - 1), "max_distance", where, 1)
+    if max_distance >= n_positions:
+        raise StudyError(f"{where}: max_distance must be < n_positions = {n_positions}, got {max_distance}")
+    analysis = _analysis(data.get("analysis", {}), where)
+    if analysis.fit_min_distance >= max_distance:
+        raise StudyError(f"{where}: [analysis] fit_min_distance must be < max_distance = {max_distance}")
+    entries = data["encodings"]
+    if not isinstance(entries, list) or not entries:
+        raise StudyError(f"{where}: give at least one [[encodings]] table")
+    encodings: list[Encoding] = []
+    for index, entry in enumerate(entries):
+        for enc in _expand(entry, index, where):
+            try:
+                enc.check_size(n_positions, dim)
+            except (ValueError, OSError, KeyError) as exc:
+                msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+                raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {enc.kind!r}): {msg}") from None
+            if any(e.label == enc.label for e in encodings):
+                raise StudyError(f"{where}: [[encodings]] entry {index}: {enc.label} appears twice; remove the duplicate")
+            encodings.append(enc)
+    return StudySpec(
+        name=name,
+        n_positions=n_positions,
+        dim=dim,
+        seeds=tuple(seeds),
+        max_distance=max_distance,
+        analysis=analysis,
+        encodings=tuple(encodings),
+        source=source,
+        text=text,
+    )
+
+
+def load_study(path) -> StudySpec:
+    """Read and validate a TOML study file.
+
+    Relative ``source`` paths of learned tables are resolved against the
+    study file's folder when they exist there.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    StudyError
+        Invalid TOML or an invalid study.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no study file {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{path}: not valid TOML: {exc}") from None
+    for entry in data.get("encodings", []) if isinstance(data.get("encodings"), list) else []:
+        src = entry.get("source") if isinstance(entry, dict) else None
+        if isinstance(src, str) and not Path(src).is_absolute() and (path.parent / src).is_file():
+            entry["source"] = str((path.parent / src).resolve())
+    return parse_study(data, source=str(path), text=text)

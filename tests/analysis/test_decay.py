@@ -1,0 +1,354 @@
+"""Tests for poslab.analysis.decay (cases C11 and C12 of shared/cases/README.md)."""
+
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from poslab.analysis import decay
+from poslab.analysis.decay import DECAY_MODELS, DecayFits, fit_decay
+
+# One row per built-in model with example parameters (scipy.stats style):
+# adding a model means adding a row here.
+EXAMPLES = {
+    "exponential": {"amplitude": 0.6, "length": 40.0, "asymptote": 0.2},
+    "gaussian": {"amplitude": 0.7, "sigma": 60.0, "asymptote": 0.1},
+    "power_law": {"amplitude": 0.8, "exponent": 0.7, "asymptote": 0.05},
+    "stretched_exponential": {"amplitude": 0.6, "length": 50.0, "stretch": 0.6, "asymptote": 0.2},
+    "damped_cosine": {"amplitude": 0.7, "length": 150.0, "period": 90.0, "asymptote": 0.1},
+}
+LENGTH_LIKE = {"length", "sigma", "period"}  # scale with the distance step
+MONOTONE = ["exponential", "gaussian", "power_law", "stretched_exponential"]
+GRIDS = {
+    "unit": (np.arange(1, 1024, dtype=float), 1),
+    "step8": (np.arange(4, 4096, 8, dtype=float), 8),
+    "irregular": (np.concatenate([np.arange(1, 256.0), np.arange(256, 1024.0, 8)]), 1),
+}
+ALL_COLUMNS = [
+    "model", "status", "message",
+    "amplitude", "amplitude_se", "length", "length_se", "asymptote", "asymptote_se",
+    "sigma", "sigma_se", "exponent", "exponent_se", "stretch", "stretch_se",
+    "period", "period_se",
+    "r2", "rmse", "aic", "bic", "decay_length", "n_points", "selected",
+]
+
+
+def synthetic(name, grid_key, seed=0, sd=1e-3):
+    d, scale = GRIDS[grid_key]
+    true = {k: v * scale if k in LENGTH_LIKE else v for k, v in EXAMPLES[name].items()}
+    y = DECAY_MODELS[name].function(d, *true.values())
+    return d, y + np.random.default_rng(seed).normal(0.0, sd, d.size), true
+
+
+def c12_curve(seed=0):
+    d = np.arange(0, 32753, 16, dtype=float)
+    return d, 0.5 * np.exp(-d / 5000) + 0.3 + np.random.default_rng(seed).normal(0, 1e-3, d.size)
+
+
+@pytest.fixture(autouse=True)
+def no_warnings_leak():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def test_registry_order_and_parameter_names():
+    assert list(DECAY_MODELS) == list(EXAMPLES)
+    for name, model in DECAY_MODELS.items():
+        assert model.name == name
+        assert model.param_names == tuple(EXAMPLES[name])
+        assert "asymptote" in model.formula
+
+
+@pytest.mark.parametrize("grid_key", list(GRIDS))
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_recovers_known_parameters(name, grid_key):
+    d, y, true = synthetic(name, grid_key)
+    fits = fit_decay(d, y)
+    fit = next(f for f in fits.fits if f.model == name)
+    assert fit.status == "ok", fit.message
+    assert fit.message == ""
+    for p, value in true.items():
+        assert fit.params[p] == pytest.approx(value, rel=0.03, abs=0.005), p
+        assert 0 < fit.stderr[p] < 0.03 * max(abs(value), 0.1)
+    assert fit.r2 > 0.99
+    assert fit.rmse == pytest.approx(1e-3, rel=0.1)
+    assert fit.n_points == d.size
+    # with distinct shapes and small noise, AIC picks the true model
+    assert fits.selected.model == name
+
+
+@pytest.mark.parametrize("name", MONOTONE)
+def test_decay_length_definition(name):
+    """f(L) - asymptote == (f(0) - asymptote) / e for the closed-form decay length."""
+    model = DECAY_MODELS[name]
+    params = np.array(list(EXAMPLES[name].values()))
+    length = model.decay_length(params)
+    f0, fl = model.function(np.array([0.0, length]), *params)
+    asymptote = EXAMPLES[name]["asymptote"]
+    assert fl - asymptote == pytest.approx((f0 - asymptote) / math.e, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", MONOTONE)
+def test_fitted_decay_length_follows_definition(name):
+    d, y, _ = synthetic(name, "unit")
+    fit = fit_decay(d, y, models=[name]).fits[0]
+    model = DECAY_MODELS[name]
+    f0, fl = model.function(np.array([0.0, fit.decay_length]), *fit.params.values())
+    off = fit.params["asymptote"]
+    assert fl - off == pytest.approx((f0 - off) / math.e, rel=1e-9)
+
+
+def test_damped_cosine_decay_length_is_envelope_length():
+    params = np.array(list(EXAMPLES["damped_cosine"].values()))
+    assert DECAY_MODELS["damped_cosine"].decay_length(params) == 150.0
+
+
+def test_known_decay_lengths():
+    gaussian = DECAY_MODELS["gaussian"].decay_length(np.array([1.0, 10.0, 0.0]))
+    assert gaussian == pytest.approx(10 * math.sqrt(2))
+    assert DECAY_MODELS["power_law"].decay_length(np.array([1.0, 1.0, 0.0])) == pytest.approx(math.e - 1)
+
+
+def test_c12_long_range_exponential():
+    d, y = c12_curve()
+    fits = fit_decay(d, y)
+    fit = fits.fits[0]
+    assert fit.model == "exponential" and fit.status == "ok"
+    assert fit.params["length"] == pytest.approx(5000, rel=0.05)
+    assert 1 / fit.params["length"] == pytest.approx(2.0e-4, rel=0.05)
+    assert fit.decay_length == pytest.approx(5000, rel=0.05)
+    assert fit.params["amplitude"] == pytest.approx(0.5, rel=0.01)
+    assert fit.params["asymptote"] == pytest.approx(0.3, rel=0.01)
+    assert fits.selected.model in {"exponential", "stretched_exponential"}
+    assert fits.selected.decay_length == pytest.approx(5000, rel=0.05)
+
+
+def test_c12_without_distance_zero_and_weighted():
+    d, y = c12_curve()
+    d, y = d[1:], y[1:]
+    fit = fit_decay(d, y, n_pairs=40000 - d, models="exponential").fits[0]
+    assert fit.status == "ok"
+    assert fit.decay_length == pytest.approx(5000, rel=0.05)
+
+
+def test_c12_rising_profile_gives_status_not_exception():
+    d = np.arange(0, 32753, 16, dtype=float)
+    fits = fit_decay(d, 0.2 + 0.001 * d)
+    assert [f.status for f in fits.fits] == ["rising"] * len(DECAY_MODELS)
+    for f in fits.fits:
+        assert math.isnan(f.decay_length)
+        assert all(math.isnan(v) for v in f.params.values())
+        assert "rises" in f.message
+    assert fits.selected is None
+
+
+def test_c11_flat_zero_profile():
+    d = np.arange(1, 64, dtype=float)
+    fits = fit_decay(d, np.zeros_like(d))
+    assert [f.status for f in fits.fits] == ["flat"] * len(DECAY_MODELS)
+    for f in fits.fits:
+        assert math.isnan(f.decay_length)
+        assert all(math.isnan(v) for v in [*f.params.values(), *f.stderr.values(), f.r2, f.aic])
+        assert f.message and not f.selected
+    assert fits.selected is None
+    assert np.isnan(fits.predict(d)).all() and fits.predict(d).shape == d.shape
+    frame = fits.to_frame()
+    assert not frame["selected"].any() and frame["decay_length"].isna().all()
+
+
+def test_random_like_noise_profile_is_flat():
+    d = np.arange(1, 1024, dtype=float)
+    n_pairs = 1024 - d
+    rng = np.random.default_rng(3)
+    y = rng.normal(0.0, 1 / np.sqrt(768 * n_pairs))
+    std = np.full(d.size, 1 / np.sqrt(768))
+    fits = fit_decay(d, y, n_pairs=n_pairs, std=std)
+    assert {f.status for f in fits.fits} == {"flat"}
+    assert "standard errors" in fits.fits[0].message
+    assert fits.selected is None
+
+
+def simulated_profile(pair_values):
+    """mean, std (ddof 0) and n_pairs at each distance from per-pair similarity samples."""
+    return (np.array([v.mean() for v in pair_values]), np.array([v.std() for v in pair_values]),
+            np.array([v.size for v in pair_values], dtype=float))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noise_profile_with_single_pair_tail_is_flat(seed):
+    """Up to distance n - 1 the last std comes from one pair (0) or two: still flat."""
+    d = np.arange(1, 1024, dtype=float)
+    rng = np.random.default_rng(seed)
+    y, std, n_pairs = simulated_profile([rng.normal(0, 1 / np.sqrt(768), 1024 - k) for k in range(1, 1024)])
+    assert std[-1] == 0.0 and n_pairs[-1] == 1
+    assert {f.status for f in fit_decay(d, y, n_pairs=n_pairs, std=std).fits} == {"flat"}
+
+
+def test_random_table_profile_is_flat():
+    table = np.random.default_rng(0).normal(size=(512, 256))
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    sim = unit @ unit.T
+    d = np.arange(1, 512)
+    y, std, n_pairs = simulated_profile([np.diagonal(sim, k) for k in d])
+    assert {f.status for f in fit_decay(d, y, n_pairs=n_pairs, std=std).fits} == {"flat"}
+
+
+def test_std_does_not_make_a_real_decay_flat():
+    d, y, _ = synthetic("exponential", "unit")
+    fits = fit_decay(d, y, n_pairs=1024 - d, std=np.full(d.size, 0.03))
+    assert fits.fits[0].status == "ok"
+
+
+def test_to_frame_columns_and_selection():
+    d, y, _ = synthetic("damped_cosine", "unit")
+    fits = fit_decay(d, y)
+    frame = fits.to_frame()
+    assert list(frame.columns) == ALL_COLUMNS
+    assert list(frame["model"]) == list(DECAY_MODELS)
+    assert frame["selected"].sum() == 1
+    ok = frame[frame["status"] == "ok"]
+    chosen = frame[frame["selected"]].iloc[0]
+    assert chosen["status"] == "ok" and chosen["aic"] == ok["aic"].min()
+    assert chosen["model"] == fits.selected.model
+    assert np.isnan(frame.set_index("model").loc["exponential", "sigma"])
+    assert frame.set_index("model").loc["gaussian", "sigma"] == fits.fits[1].params["sigma"]
+
+
+def test_to_frame_subset_uses_first_seen_parameter_order():
+    d, y, _ = synthetic("gaussian", "unit")
+    frame = fit_decay(d, y, models=["gaussian", "exponential"]).to_frame()
+    expected = ["amplitude", "amplitude_se", "sigma", "sigma_se", "asymptote", "asymptote_se"]
+    assert list(frame.columns[3:9]) == expected
+    assert list(frame.columns[9:11]) == ["length", "length_se"]
+
+
+def test_predict_uses_selected_model():
+    d, y, true = synthetic("gaussian", "unit")
+    fits = fit_decay(d, y)
+    expected = DECAY_MODELS["gaussian"].function(d, *fits.selected.params.values())
+    np.testing.assert_allclose(fits.predict(d), expected)
+    truth = DECAY_MODELS["gaussian"].function(d, *true.values())
+    np.testing.assert_allclose(fits.predict(d), truth, atol=3e-3)
+
+
+def test_sinusoidal_closed_form_profile_fits():
+    dim = 128
+    k = np.arange(1, 1024, dtype=float)
+    w = 10000.0 ** (-2 * np.arange(dim // 2) / dim)
+    y = (2 / dim) * np.cos(np.outer(k, w)).sum(axis=1)
+    fits = fit_decay(k, y)
+    assert isinstance(fits, DecayFits)
+    assert fits.selected is not None and fits.selected.status == "ok"
+    assert sum(f.selected for f in fits.fits) == 1
+    assert np.isfinite(fits.selected.decay_length) and fits.selected.decay_length > 0
+
+
+def test_nonfinite_and_unpaired_points_are_masked():
+    d, y, true = synthetic("exponential", "unit")
+    y[[3, 10]] = [np.nan, np.inf]
+    n_pairs = 1024 - d
+    n_pairs[20] = 0
+    fit = fit_decay(d, y, n_pairs=n_pairs, models=["exponential"]).fits[0]
+    assert fit.status == "ok" and fit.n_points == d.size - 3
+    assert fit.params["length"] == pytest.approx(true["length"], rel=0.03)
+
+
+def test_unsorted_input_gives_same_fit():
+    d, y, _ = synthetic("exponential", "unit")
+    order = np.random.default_rng(1).permutation(d.size)
+    a = fit_decay(d, y, models=["exponential"]).fits[0]
+    b = fit_decay(d[order], y[order], models=["exponential"]).fits[0]
+    assert b.params["length"] == pytest.approx(a.params["length"], rel=1e-8)
+
+
+def test_too_few_points_per_model():
+    d = np.arange(1, 6, dtype=float)  # 5 points: enough for 3 parameters, not for 4
+    fits = fit_decay(d, np.exp(-d / 2))
+    status = {f.model: f.status for f in fits.fits}
+    assert status["stretched_exponential"] == status["damped_cosine"] == "too_few_points"
+    assert "needs at least 6" in fits.fits[-1].message
+    nan_only = fit_decay([1.0, np.nan], [1.0, 0.5])
+    assert {f.status for f in nan_only.fits} == {"too_few_points"}
+    assert nan_only.fits[0].n_points == 1
+
+
+def test_unknown_model_lists_valid_names():
+    with pytest.raises(ValueError, match="exponential.*damped_cosine") as info:
+        fit_decay([1, 2, 3], [1, 0.5, 0.2], models=["exponential", "lorentzian"])
+    assert "lorentzian" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"distance": np.arange(5.0), "similarity": np.ones(4)},
+        {"distance": np.arange(5.0), "similarity": np.ones(5), "n_pairs": np.ones(3)},
+        {"distance": np.ones((2, 3)), "similarity": np.ones((2, 3))},
+    ],
+)
+def test_shape_mismatch_names_shapes(kwargs):
+    with pytest.raises(ValueError, match=r"got distance \("):
+        fit_decay(**kwargs)
+
+
+def test_negative_distance_refused():
+    with pytest.raises(ValueError, match="distance must be >= 0"):
+        fit_decay([-1.0, 0.0, 1.0, 2.0, 3.0, 4.0], np.ones(6))
+
+
+def test_guess_is_never_reported_as_result():
+    """A model that cannot move from its guess is not_converged, not ok (C11 kind)."""
+    d = np.arange(1, 64, dtype=float)
+    y = np.where(d < 2, 1e-3, 0.0)  # one tiny step: not flat, nothing to fit
+    for f in fit_decay(d, y).fits:
+        if f.status == "ok":
+            assert np.isfinite(f.decay_length)
+        else:
+            assert math.isnan(f.decay_length) and f.message
+
+
+def _custom_model(monkeypatch, name, function, params=("amplitude", "length", "asymptote")):
+    base = DECAY_MODELS["exponential"]
+    model = replace(base, name=name, param_names=params, function=function,
+                    guess=lambda d, y: np.append(base.guess(d, y), [1.0] * (len(params) - 3)),
+                    bounds=lambda d, y: tuple(np.append(b, [0.5, 2.0][i] * np.ones(len(params) - 3))
+                                              for i, b in enumerate(base.bounds(d, y))))
+    monkeypatch.setitem(DECAY_MODELS, name, model)
+
+
+def test_redundant_parameter_is_not_identifiable(monkeypatch):
+    def redundant(d, amplitude, length, asymptote, scale):  # amplitude * scale is all the data can see
+        return amplitude * scale * np.exp(-d / length) + asymptote
+
+    _custom_model(monkeypatch, "redundant", redundant, params=("amplitude", "length", "asymptote", "scale"))
+    d, y, _ = synthetic("exponential", "unit")
+    fits = fit_decay(d, y, models=["redundant", "exponential"])
+    assert fits.fits[0].status == "not_identifiable" and "parameters" in fits.fits[0].message
+    assert math.isnan(fits.fits[0].decay_length) and not fits.fits[0].selected
+    assert fits.selected.model == "exponential"
+
+
+def test_broken_model_function_is_failed(monkeypatch):
+    _custom_model(monkeypatch, "broken", lambda d, a, length, off: np.ones(3))
+    d, y, _ = synthetic("exponential", "unit")
+    fit = fit_decay(d, y, models=["broken"]).fits[0]
+    assert fit.status == "failed" and fit.message
+
+
+def test_maxfev_gives_not_converged(monkeypatch):
+    monkeypatch.setattr(decay, "MAXFEV", 2)
+    d, y = c12_curve()
+    fits = fit_decay(d, y)
+    assert {f.status for f in fits.fits} == {"not_converged"}
+    assert "did not converge" in fits.fits[0].message
+    assert fits.selected is None and np.isnan(fits.predict([1.0, 2.0])).all()
+
+
+def test_noise_without_std_never_reports_absurd_decay_length():
+    d = np.arange(1, 1024, dtype=float)
+    fits = fit_decay(d, np.random.default_rng(0).normal(0, 0.01, d.size))
+    for f in fits.fits:
+        assert f.status != "ok" or f.decay_length <= 150 * (d[-1] - d[0])

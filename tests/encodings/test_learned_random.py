@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from poslab.analysis import similarity_profile
+from poslab.encodings import make_encoding
+
+from pathlib import Path
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def test_gpt2_is_the_real_table(gpt2_table):
+    assert gpt2_table.shape == (1024, 768)
+    np.testing.assert_allclose(gpt2_table[0, :5], [-0.01882072, -0.1974186, 0.004026725, 0.011346859, 0.06382412], rtol=1e-6)
+    # rows 0..63 are bit-identical to an independent fixture regenerated with transformers
+    first64 = np.load(DATA / "gpt2_wpe_first64.npy")
+    np.testing.assert_array_equal(gpt2_table[:64], first64.astype(np.float64))
+
+
+def test_gpt2_profile_is_computed_from_it(gpt2_table):
+    prof = similarity_profile(gpt2_table, max_distance=3)
+    u = gpt2_table / np.linalg.norm(gpt2_table, axis=1, keepdims=True)
+    assert prof.mean_similarity[1] == pytest.approx(np.mean(np.sum(u[:-1] * u[1:], axis=1)), abs=1e-14)
+    assert 0.9 < prof.mean_similarity[1] < 1.0
+
+
+# adjacent-row mean cosine as measured in data/PROVENANCE.md
+@pytest.mark.parametrize("source, shape, adjacent", [("gpt1", (512, 768), 0.857), ("whisper-tiny", (448, 384), 0.91),
+                                                     ("whisper-base", (448, 512), 0.81), ("whisper-small", (448, 768), 0.89)])
+def test_bundled_tables(source, shape, adjacent):
+    enc = make_encoding("learned", source=source)
+    table = enc.generate(shape[0], 1)
+    assert table.shape == shape
+    prof = similarity_profile(table, max_distance=200)
+    assert prof.mean_similarity[1] == pytest.approx(adjacent, abs=0.005)
+    assert prof.mean_similarity[200] < prof.mean_similarity[1]
+
+
+def test_too_many_positions_names_both_numbers():
+    with pytest.raises(ValueError, match=r"n_positions=1025.*1024"):
+        make_encoding("learned", source="gpt2").generate(1025, 768)
+    with pytest.raises(ValueError, match=r"offset=2.*1024"):
+        make_encoding("learned", source="gpt2", offset=2).generate(1023, 768)
+
+
+def test_files_with_key_and_offset(tmp_path, gpt2_table):
+    rows = gpt2_table[:50].astype(np.float32)
+    np.save(tmp_path / "t.npy", rows)
+    np.savez(tmp_path / "t.npz", wpe=rows, other=rows[:3])
+    save_file({"transformer.wpe.weight": rows, "transformer.wte.weight": rows[:10]}, str(tmp_path / "t.safetensors"))
+    for name, key in [("t.npy", None), ("t.npz", "wpe"), ("t.safetensors", "transformer.wpe.weight")]:
+        enc = make_encoding("learned", source=str(tmp_path / name), key=key, offset=2)
+        np.testing.assert_array_equal(enc.generate(48, 1), gpt2_table[2:50].astype(np.float32))
+    with pytest.raises(KeyError, match=r"transformer.wte.weight \(10, 768\)"):
+        make_encoding("learned", source=str(tmp_path / "t.safetensors")).generate(5, 1)
+    with pytest.raises(FileNotFoundError, match="neither a bundled table"):
+        make_encoding("learned", source=str(tmp_path / "missing.npy")).generate(5, 1)
+    (tmp_path / "t.bin").write_bytes(b"\x80\x04")
+    with pytest.raises(ValueError, match="not unpickled"):
+        make_encoding("learned", source=str(tmp_path / "t.bin")).generate(5, 1)
+    np.save(tmp_path / "nan.npy", np.full((4, 3), np.nan))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        make_encoding("learned", source=str(tmp_path / "nan.npy")).generate(4, 3)
+
+
+@pytest.mark.parametrize("distribution", ["gaussian", "uniform"])
+def test_random_is_structureless(distribution):
+    dim = 256
+    table = make_encoding("random", distribution=distribution).generate(1024, dim, rng=np.random.default_rng(3))
+    prof = similarity_profile(table, max_distance=100)
+    # mean over ~1000 pairs of a variable with sd 1/sqrt(dim): |mean| within 5 standard errors
+    se = 1 / np.sqrt(dim * prof.n_pairs[1:])
+    assert (np.abs(prof.mean_similarity[1:]) < 5 * se).all()
+    np.testing.assert_allclose(prof.std_similarity[1:], 1 / np.sqrt(dim), rtol=0.1)

@@ -1,0 +1,73 @@
+import dataclasses
+import importlib.metadata
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from poslab.encodings import Encoding, available_encodings, get_encoding_class, register, unregister
+from poslab.encodings import registry
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "random_fourier"
+
+
+@pytest.fixture
+def plugin_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    yield
+    unregister("random_fourier")
+    sys.modules.pop("poslab_random_fourier", None)
+
+
+def test_clash_is_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        @register
+        @dataclasses.dataclass(frozen=True)
+        class Fake(Encoding):
+            kind = "sinusoidal"
+    assert get_encoding_class("sinusoidal").__module__ == "poslab.encodings.sinusoidal"
+
+
+def test_parameter_named_like_a_column_is_refused():
+    with pytest.raises(ValueError, match="distance"):
+        @register
+        @dataclasses.dataclass(frozen=True)
+        class Bad(Encoding):
+            kind = "bad"
+            distance: int = 1
+    assert "bad" not in available_encodings()
+
+
+def test_unknown_kind_lists_installed():
+    with pytest.raises(KeyError, match="installed kinds: learned, random, rotary, sinusoidal"):
+        get_encoding_class("alibi")
+
+
+def _fake_entry_points(monkeypatch, *eps):
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: [e for e in eps if e.group == group])
+
+
+def test_entry_point_plugin_registers_and_broken_one_is_skipped(monkeypatch, plugin_path):
+    good = importlib.metadata.EntryPoint("random_fourier", "poslab_random_fourier:RandomFourier", "poslab.encodings")
+    broken = importlib.metadata.EntryPoint("broken", "no_such_module_xyz:Thing", "poslab.encodings")
+    _fake_entry_points(monkeypatch, good, broken)
+    with pytest.warns(RuntimeWarning, match="skipping poslab encoding plugin 'broken'"):
+        registry.load_entry_points(force=True)
+    assert "random_fourier" in available_encodings() and "broken" not in available_encodings()
+
+
+def test_example_plugin_runs_inside_a_study(plugin_path):
+    import poslab_random_fourier  # noqa: F401  (registers on import)
+    from poslab.study import load_study, run_study
+
+    spec = load_study(EXAMPLE / "study.toml")
+    result = run_study(spec, progress=False)
+    s = result.summary
+    assert (s["status"] == "ok").all()
+    rff = result.decay_metrics[(result.decay_metrics["kind"] == "random_fourier") & (result.decay_metrics["model"] == "gaussian")]
+    # the RBF kernel of width length_scale: the Gaussian fit recovers it
+    for (ls, seed), g in rff.groupby(["length_scale", "seed"]):
+        assert g["status"].item() == "ok"
+        assert g["sigma"].item() == pytest.approx(ls, rel=0.15)

@@ -1,0 +1,135 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from poslab.study import ResultsExistError, load_study, read_results, run_study, write_results
+from poslab.study.runner import analyse_table
+
+STUDY = """
+name = "small"
+n_positions = 128
+dim = 32
+seeds = [0, 1]
+
+[analysis]
+heatmap_bins = 16
+
+[[encodings]]
+kind = "sinusoidal"
+
+[[encodings]]
+kind = "random"
+
+[[encodings]]
+kind = "rotary"
+rotary_dim = 16
+
+[[encodings]]
+kind = "learned"
+source = "gpt2"
+"""
+
+FILES = {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv", "heatmaps.csv",
+         "similarity_heatmaps.png", "decay_curves.png", "manifest.json"}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("study")
+    (folder / "small.toml").write_text(STUDY)
+    spec = load_study(folder / "small.toml")
+    result = run_study(spec, progress=False)
+    out = write_results(result, folder / "results" / "small")
+    return spec, result, out
+
+
+def test_every_output_written(study):
+    spec, result, out = study
+    assert {p.name for p in out.iterdir()} == FILES
+    assert all((out / f).stat().st_size > 0 for f in FILES)
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp folders left
+
+
+def test_tables_hold_the_analysis(study, gpt2_table):
+    spec, result, out = study
+    s = result.summary
+    assert list(s["label"]) == ["sinusoidal", "random", "random", "rotary(rotary_dim=16)", "learned(source=gpt2)"]
+    assert list(s["seed"].astype(object).where(s["seed"].notna(), None)) == [None, 0, 1, None, None]
+    assert (s["status"] == "ok").all()
+    assert list(s["table_dim"]) == [32, 32, 32, 16, 768]
+    # profiles: the real GPT-2 rows, recomputed directly
+    p = result.profiles[result.profiles["label"] == "learned(source=gpt2)"]
+    direct = analyse_table(gpt2_table[:128], max_distance=127).profile
+    np.testing.assert_allclose(p["mean_similarity"], direct.mean_similarity, atol=0)
+    assert list(p["n_pairs"]) == list(128 - np.arange(128))
+    # parameters recorded in every row
+    assert set(result.profiles["source"].dropna()) == {"gpt2"}
+    assert set(result.profiles.loc[result.profiles["kind"] == "sinusoidal", "base"]) == {10000.0}
+    # decay: one row per run x model, exactly one selected where any fit is ok
+    d = result.decay_metrics
+    assert len(d) == 5 * 5
+    for (label, seed), g in d.groupby(["label", "seed"], dropna=False):
+        assert g["selected"].sum() == int((g["status"] == "ok").any())
+    # bands: three default thresholds per run
+    assert len(result.bands) == 5 * 3
+    assert {"band_width_0p9", "band_width_0p5", "band_width_0"} <= set(s.columns)
+
+
+def test_csv_reads_back_to_the_same_numbers(study):
+    spec, result, out = study
+    back = read_results(out)
+    for name, frame in result.tables().items():
+        pd.testing.assert_frame_equal(back[name], frame, check_dtype=False, check_exact=True)
+
+
+def test_manifest(study):
+    spec, result, out = study
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["study_text"] == STUDY and m["seeds"] == [0, 1]
+    assert {"python", "numpy", "scipy", "pandas", "matplotlib", "seaborn", "poslab"} <= set(m["versions"])
+    assert m["timings_seconds"]["total"] > 0 and len(m["runs"]) == 5
+
+
+def test_refuses_to_overwrite_and_overwrites_when_asked(study):
+    spec, result, out = study
+    before = (out / "summary.csv").read_bytes()
+    with pytest.raises(ResultsExistError, match="--overwrite"):
+        write_results(result, out)
+    assert (out / "summary.csv").read_bytes() == before
+    write_results(result, out, overwrite=True)
+    assert {p.name for p in out.iterdir()} == FILES
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_failed_write_leaves_nothing(study, monkeypatch, tmp_path):
+    spec, result, out = study
+    import poslab.study.results as res
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(res, "write_figures", boom)
+    with pytest.raises(RuntimeError):
+        write_results(result, tmp_path / "new")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError):
+        write_results(result, out, overwrite=True)
+    assert (out / "summary.csv").is_file()  # the old result is intact
+
+
+def test_failed_run_is_a_row_and_the_study_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "s.toml").write_text(STUDY)
+    spec = load_study(tmp_path / "s.toml")
+    from poslab.encodings.sinusoidal import Sinusoidal
+
+    def broken(self, n, d, rng):
+        raise FloatingPointError("overflow in a user encoding")
+
+    monkeypatch.setattr(Sinusoidal, "_generate", broken)
+    result = run_study(spec, progress=False)
+    row = result.summary.iloc[0]
+    assert row["status"] == "failed" and "overflow in a user encoding" in row["message"]
+    assert (result.summary["status"].iloc[1:] == "ok").all()
+    assert "sinusoidal" not in set(result.profiles["label"])

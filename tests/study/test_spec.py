@@ -1,0 +1,98 @@
+import textwrap
+
+import pytest
+
+from poslab.study import StudyError, default_study_path, load_study, parse_study
+
+
+def write(tmp_path, text, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+BASE = """
+name = "t"
+n_positions = 64
+dim = 16
+seeds = [0, 1, 2]
+"""
+
+
+def test_default_study_is_packaged_and_valid():
+    spec = load_study(default_study_path())
+    assert (spec.n_positions, spec.dim, spec.max_distance, spec.seeds) == (1024, 768, 1023, (0, 1, 2))
+    labels = [r.label for r in spec.runs()]
+    assert labels == ["learned(source=gpt2)", "sinusoidal", "random", "random", "random",
+                      "rotary(rope_theta=500000, rotary_dim=128)"]
+    assert [r.seed for r in spec.runs()] == [None, None, 0, 1, 2, None]
+
+
+def test_grid_expands_lists(tmp_path):
+    spec = load_study(write(tmp_path, BASE + """
+        [[encodings]]
+        kind = "sinusoidal"
+        layout = ["interleaved", "concatenated"]
+        spacing = ["vaswani", "tensor2tensor"]
+        base = 100
+    """))
+    assert len(spec.encodings) == 4
+    assert {(e.layout, e.spacing) for e in spec.encodings} == {
+        ("interleaved", "vaswani"), ("interleaved", "tensor2tensor"),
+        ("concatenated", "vaswani"), ("concatenated", "tensor2tensor")}
+    assert all(e.base == 100.0 for e in spec.encodings)
+    assert len(spec.runs()) == 4  # deterministic: once, not once per seed
+
+
+@pytest.mark.parametrize("entry, pattern", [
+    ('kind = "sinusodal"', r"s\.toml.*entry 0 \(kind = 'sinusodal'\).*installed kinds: learned, random, rotary, sinusoidal"),
+    ('kind = "sinusoidal"\nbse = 3', r"s\.toml.*entry 0.*unknown parameter\(s\) bse; valid parameters: base"),
+    ('kind = "sinusoidal"\nbase = "big"', r"s\.toml.*entry 0.*'base' expected float, got 'big'"),
+    ('kind = "sinusoidal"\nlayout = "diag"', r"entry 0.*one of 'interleaved', 'concatenated'"),
+    ('kind = "learned"\nsource = "gpt2"\n', r"entry 0.*n_positions=2000.*1024"),
+    ('kind = "learned"', r"entry 0.*missing 1 required"),
+    ('source = "gpt2"', r"must be a table with a kind"),
+])
+def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entry, pattern):
+    text = BASE.replace("n_positions = 64", "n_positions = 2000") if "2000" in pattern else BASE
+    path = write(tmp_path, text + "\n[[encodings]]\n" + entry + "\n")
+    with pytest.raises(StudyError, match=pattern):
+        load_study(path)
+
+
+@pytest.mark.parametrize("change, pattern", [
+    ("nme = 1", "unknown key"),
+    ("max_distance = 64", "max_distance must be < n_positions = 64"),
+    ("seeds = []", "seeds must be a non-empty list"),
+    ('[analysis]\nmodels = ["cubic"]', "models must be a non-empty list from exponential"),
+    ("[analysis]\nthresholds = [2.0]", r"thresholds must be .* in \[-1, 1\]"),
+    ("[analysis]\ncentre = true", "unknown \\[analysis\\] option"),
+])
+def test_bad_top_level(tmp_path, change, pattern):
+    base = BASE.replace("seeds = [0, 1, 2]", "") if change.startswith("seeds") else BASE
+    path = write(tmp_path, base + change + '\n[[encodings]]\nkind = "random"\n')
+    with pytest.raises(StudyError, match=pattern):
+        load_study(path)
+
+
+def test_invalid_toml_and_duplicates(tmp_path):
+    with pytest.raises(StudyError, match="not valid TOML"):
+        load_study(write(tmp_path, "name = \n"))
+    with pytest.raises(StudyError, match="appears twice"):
+        load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "random"\n[[encodings]]\nkind = "random"\n'))
+    with pytest.raises(FileNotFoundError):
+        load_study(tmp_path / "nope.toml")
+
+
+def test_relative_source_resolves_against_study_folder(tmp_path, gpt2_table):
+    import numpy as np
+
+    (tmp_path / "tables").mkdir()
+    np.save(tmp_path / "tables" / "mine.npy", gpt2_table[:100])
+    spec = load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "learned"\nsource = "tables/mine.npy"\n'))
+    assert spec.encodings[0].generate(64, 16).shape == (64, 768)
+
+
+def test_parse_study_from_dict():
+    spec = parse_study({"name": "d", "n_positions": 10, "dim": 4, "encodings": [{"kind": "random"}]})
+    assert spec.seeds == (0,) and spec.max_distance == 9
