@@ -189,7 +189,10 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
         raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
                          "filter it to one study (or give the runs distinct labels) first")
     summary = _seed_summary(df, "fitted_similarity" in df.columns)
-    palette = sns.color_palette("colorblind" if len(labels) <= 10 else "husl", len(labels))
+    if len(labels) <= 10:  # colour-blind safe, reordered so orange and vermillion are not neighbours
+        palette = [sns.color_palette("colorblind")[i] for i in (0, 3, 2, 4, 1, 5, 6, 7, 8, 9)][: len(labels)]
+    else:
+        palette = sns.color_palette("husl", len(labels))
     colours = dict(zip(labels, palette))
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")

@@ -352,3 +352,15 @@ def test_noise_without_std_never_reports_absurd_decay_length():
     fits = fit_decay(d, np.random.default_rng(0).normal(0, 0.01, d.size))
     for f in fits.fits:
         assert f.status != "ok" or f.decay_length <= 150 * (d[-1] - d[0])
+
+
+def test_parameter_on_its_bound_is_not_passed_off_as_a_result():
+    """A power law through a profile that levels off far above its asymptote
+    pins the exponent at its lower bound; the decay length would be the cap."""
+    d = np.arange(1, 1024, dtype=float)
+    omega = 500000.0 ** (-np.arange(0, 128, 2) / 128)
+    y = (2 / 128) * np.cos(np.outer(d, omega)).sum(axis=1)  # the RoPE profile of the default study
+    fits = fit_decay(d, y, n_pairs=1024 - d, models=["power_law", "exponential"])
+    power = fits.fits[0]
+    assert power.status == "at_bound" and "exponent" in power.message and np.isnan(power.decay_length)
+    assert fits.selected is not None and fits.selected.model == "exponential"

@@ -180,8 +180,8 @@ class DecayFit:
     """Summary of one model fitted to one profile.
 
     ``status`` is ``"ok"`` or says why there are no numbers: ``"too_few_points"``,
-    ``"flat"``, ``"rising"``, ``"not_converged"``, ``"not_identifiable"`` or
-    ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
+    ``"flat"``, ``"rising"``, ``"not_converged"``, ``"not_identifiable"``,
+    ``"at_bound"`` (a parameter pinned on its bound) or ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
     ``stderr``, goodness of fit and ``decay_length`` (positions) are NaN.
     """
 
@@ -383,6 +383,10 @@ def _fit_one(model, d, y, n):
         why = f"the standard error of {', '.join(bad)} is" if bad else "the covariance is"
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
                                        "the data do not determine the parameters")
+    elif pinned := [f"{p} = {v:.6g}" for p, v, lo, hi in zip(model.param_names, popt, lower, upper)
+                    if min(v - lo, hi - v) <= 1e-6 * (hi - lo)]:
+        problem = "at_bound", (f"{', '.join(pinned)} sits on its bound: the optimum lies outside what the model "
+                               "allows, so its values (and decay length) describe the bound, not the data")
     elif np.allclose(popt, p0, rtol=1e-10, atol=0):
         problem = "not_converged", "the optimiser returned the initial guess unchanged"
     elif not (np.isfinite(length) and np.isfinite(resid).all()):

@@ -151,7 +151,7 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json)")
     out = {}
     for name in TABLES:
-        frame = pd.read_csv(folder / f"{name}.csv")
+        frame = pd.read_csv(folder / f"{name}.csv", low_memory=False)
         for col in frame.columns:
             if col == "seed" or (name == "bands" and col == "width") or (
                 name == "summary" and (col == "table_dim" or col.startswith("band_width_"))

@@ -153,7 +153,9 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
         decay.append(_with_keys(result.fits.to_frame(), keys))
         band = result.bands.to_frame()
         bands.append(_with_keys(band, keys))
-        heatmaps.append(_with_keys(result.blocks.to_frame(), keys))
+        # heatmaps are large: keyed by label and seed only (parameters are in summary)
+        short = {k: keys[k] for k in ("study", "label", "kind", "seed")}
+        heatmaps.append(_with_keys(result.blocks.to_frame(), short))
         selected = result.fits.selected
         row.update(
             table_dim=result.table_dim,
@@ -182,6 +184,6 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
         profiles=_finish(profiles, key_columns),
         decay_metrics=_finish(decay, key_columns),
         bands=_finish(bands, key_columns),
-        heatmaps=_finish(heatmaps, key_columns),
+        heatmaps=_finish(heatmaps, ["study", "label", "kind", "seed"]),
         timings=timings,
     )

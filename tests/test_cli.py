@@ -1,0 +1,50 @@
+from click.testing import CliRunner
+
+from poslab.cli import main
+
+SMALL = """
+name = "cli_small"
+n_positions = 64
+dim = 16
+seeds = [0, 1]
+
+[[encodings]]
+kind = "sinusoidal"
+
+[[encodings]]
+kind = "random"
+"""
+
+
+def test_encodings_lists_every_kind_with_parameters_and_defaults():
+    out = CliRunner().invoke(main, ["encodings"]).output
+    for text in ["sinusoidal", "learned", "random", "rotary", "base: float, default 10000.0",
+                 "source: str, required", "rope_theta: float, default 10000.0", "one run per seed"]:
+        assert text in out
+
+
+def test_run_writes_refuses_overwrite_and_redraws(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(SMALL)
+    out = tmp_path / "res"
+    runner = CliRunner()
+    first = runner.invoke(main, ["run", str(study), "--out", str(out), "--no-progress"])
+    assert first.exit_code == 0, first.output
+    assert "sinusoidal" in first.output and (out / "profiles.csv").is_file()
+    before = (out / "profiles.csv").read_bytes()
+    again = runner.invoke(main, ["run", str(study), "--out", str(out), "--no-progress"])
+    assert again.exit_code != 0 and "--overwrite" in again.output
+    assert (out / "profiles.csv").read_bytes() == before
+    assert runner.invoke(main, ["run", str(study), "--out", str(out), "--overwrite", "--no-progress"]).exit_code == 0
+    (out / "decay_curves.png").unlink()
+    assert runner.invoke(main, ["plot", str(out)]).exit_code == 0
+    assert (out / "decay_curves.png").stat().st_size > 0
+
+
+def test_bad_study_fails_before_any_work(tmp_path):
+    study = tmp_path / "bad.toml"
+    study.write_text(SMALL + '\n[[encodings]]\nkind = "rotary"\nrope_theta = "big"\n')
+    result = CliRunner().invoke(main, ["run", str(study), "--out", str(tmp_path / "res")])
+    assert result.exit_code != 0
+    assert "bad.toml" in result.output and "entry 2 (kind = 'rotary')" in result.output and "expected float" in result.output
+    assert not (tmp_path / "res").exists()
