@@ -67,6 +67,7 @@ def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entr
     ('[analysis]\nmodels = ["cubic"]', "models must be a non-empty list from exponential"),
     ("[analysis]\nthresholds = [2.0]", r"thresholds must be .* in \[-1, 1\]"),
     ("[analysis]\ncentre = true", "unknown \\[analysis\\] option"),
+    ("[analysis]\nthresholds = [0.5, 0.5]", "thresholds must be distinct"),
 ])
 def test_bad_top_level(tmp_path, change, pattern):
     base = BASE.replace("seeds = [0, 1, 2]", "") if change.startswith("seeds") else BASE

@@ -136,7 +136,8 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
         bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
         keys = _keys(spec, run, param_names)
         t0 = time.perf_counter()
-        row = dict(keys, n_positions=spec.n_positions, table_dim=pd.NA, status="ok", message="")
+        row = dict(keys, n_positions=spec.n_positions, table_dim=pd.NA, center=spec.analysis.center,
+                   status="ok", message="")
         try:
             rng = np.random.default_rng(run.seed) if run.seed is not None else None
             table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)

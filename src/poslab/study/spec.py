@@ -131,6 +131,8 @@ def _analysis(raw, where) -> AnalysisOptions:
             isinstance(v, (int, float)) and not isinstance(v, bool) and -1 <= v <= 1 for v in t
         ):
             raise StudyError(f"{where}: [analysis] thresholds must be a non-empty list of numbers in [-1, 1], got {t!r}")
+        if len(set(t)) != len(t):
+            raise StudyError(f"{where}: [analysis] thresholds must be distinct, got {t!r}")
         opts["thresholds"] = tuple(float(v) for v in t)
     if "models" in opts:
         m = opts["models"]
