@@ -46,5 +46,32 @@ def test_bad_study_fails_before_any_work(tmp_path):
     study.write_text(SMALL + '\n[[encodings]]\nkind = "rotary"\nrope_theta = "big"\n')
     result = CliRunner().invoke(main, ["run", str(study), "--out", str(tmp_path / "res")])
     assert result.exit_code != 0
-    assert "bad.toml" in result.output and "entry 2 (kind = 'rotary')" in result.output and "expected float" in result.output
+    assert "bad.toml" in result.output and "entry 3 (kind = 'rotary')" in result.output and "expected float" in result.output
     assert not (tmp_path / "res").exists()
+
+
+def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path):
+    import numpy as np
+
+    table = np.ones((64, 8))
+    table[::2] = 0.0  # half the positions are zero vectors: reported and excluded, the run succeeds
+    np.save(tmp_path / "half_zero.npy", table)
+    np.save(tmp_path / "all_zero.npy", np.zeros((64, 8)))  # nothing left: the run fails
+    study = tmp_path / "s.toml"
+    study.write_text(SMALL + '\n[[encodings]]\nkind = "learned"\nsource = "half_zero.npy"\n'
+                     '\n[[encodings]]\nkind = "learned"\nsource = "all_zero.npy"\n')
+    out = tmp_path / "res"
+    result = CliRunner().invoke(main, ["run", str(study), "--out", str(out), "--no-progress"])
+    assert result.exit_code == 1
+    assert "1 of 5 runs failed" in result.output and "zero or non-finite" in result.output
+    assert "warning: 32 of 64 positions have zero or non-finite vectors" in result.output
+    import pandas as pd
+
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["status"]) == ["ok", "ok", "ok", "ok", "failed"]
+    assert summary["excluded_positions"].iloc[3] == ";".join(str(i) for i in range(0, 64, 2))
+
+
+def test_plot_refuses_a_folder_without_tables(tmp_path):
+    result = CliRunner().invoke(main, ["plot", str(tmp_path)])
+    assert result.exit_code != 0 and "not a poslab results folder" in result.output

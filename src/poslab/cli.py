@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
+import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -10,19 +13,36 @@ import click
 from . import __version__
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    click.secho(f"warning: {message}", fg="yellow", err=True)
+
+
+def _terminate(signum, frame):
+    # SIGTERM becomes SystemExit, so the results writer removes its temporary folder
+    sys.exit(128 + signum)
+
+
 @click.group()
 @click.version_option(__version__, prog_name="poslab")
 def main():
     """Comparative studies of positional encodings in transformers."""
+    warnings.showwarning = _show_warning
+    signal.signal(signal.SIGTERM, _terminate)
 
 
 @main.command()
 @click.argument("study", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder [default: results/<study name>].")
-@click.option("--overwrite", is_flag=True, help="Replace an existing results folder.")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing poslab results folder.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar (on a terminal).")
 def run(study, out, overwrite, progress):
-    """Run STUDY (a TOML file; default: the packaged compare_encodings study)."""
+    """Run STUDY (a TOML file; default: the packaged compare_encodings study).
+
+    Exits with status 1 if any run failed (its row in summary.csv says why;
+    the other runs are still written).
+    """
+    import pandas as pd
+
     from .study import default_study_path, load_study, run_study, write_results
     from .study.results import ResultsExistError, check_writable
     from .study.spec import StudyError
@@ -32,39 +52,45 @@ def run(study, out, overwrite, progress):
         spec = load_study(path)
         out = out or Path("results") / spec.name
         check_writable(out, overwrite=overwrite)
-    except (StudyError, FileNotFoundError, ResultsExistError) as exc:
+    except (StudyError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     runs = spec.runs()
     click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     result = run_study(spec, progress=progress)
     try:
         write_results(result, out, overwrite=overwrite)
-    except ResultsExistError as exc:
+    except (ResultsExistError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     cols = ["label", "seed", "status", "selected_model", "decay_length"] + [
         c for c in result.summary.columns if c.startswith("band_width_")
     ]
-    cols = [c for c in cols if c in result.summary.columns]
-    click.echo(result.summary[cols].to_string(index=False))
+    click.echo(result.summary[[c for c in cols if c in result.summary.columns]].to_string(index=False))
     failed = result.summary[result.summary["status"] != "ok"]
     for _, row in failed.iterrows():
-        click.secho(f"run failed: {row['label']} seed {row['seed']}: {row['message']}", fg="red", err=True)
+        seed = "" if pd.isna(row["seed"]) else f" seed {row['seed']}"
+        click.secho(f"run failed: {row['label']}{seed}: {row['message']}", fg="red", err=True)
     click.echo(f"wrote {out} in {result.timings['total']:.1f} s")
+    if len(failed):
+        raise click.ClickException(f"{len(failed)} of {len(result.summary)} runs failed; see {out / 'summary.csv'}")
 
 
 @main.command()
 def encodings():
     """List every registered encoding kind with its parameters and defaults."""
+    from .data import BUNDLED_TABLES
     from .encodings import available_encodings
 
     for kind, cls in available_encodings().items():
         doc = (cls.__doc__ or "").strip().splitlines()[0]
-        click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){'  [stochastic: one run per seed]' if cls.stochastic else ''}")
+        stochastic = "  [stochastic: one run per seed]" if cls.stochastic else ""
+        click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){stochastic}")
         click.echo(f"    {doc}")
         types = cls.parameter_types()
         for name, default in cls.defaults().items():
             shown = "required" if default is dataclasses.MISSING else f"default {default!r}"
             click.echo(f"    {name}: {types[name]}, {shown}")
+        if kind == "learned":
+            click.echo("    bundled sources: " + "; ".join(f"{k} ({v[1]})" for k, v in BUNDLED_TABLES.items()))
 
 
 @main.command()
@@ -74,8 +100,7 @@ def plot(results):
     from .study import read_results, write_figures
 
     try:
-        tables = read_results(results)
-    except FileNotFoundError as exc:
+        write_figures(read_results(results), results)
+    except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    write_figures(tables, results)
     click.echo(f"redrew the figures in {results}")

@@ -128,7 +128,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         image = ax.imshow(mat, cmap=cmap, vmin=-1.0, vmax=1.0, extent=extent, origin="upper",
                           aspect="equal", interpolation="nearest")
         text = label if shown is None else f"{label}, seed {shown}"
-        ax.set_title(textwrap.fill(text, width), fontsize=9)
+        ax.set_title(textwrap.fill(text, width, break_long_words=False), fontsize=9)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         ax.tick_params(labelsize=8)
@@ -214,7 +214,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
                 ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
                         label=f"{label} (selected fit)")
                 any_fit = True
-        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 32)))
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 32, break_long_words=False)))
     for ax in (ax_lin, ax_log):
         ax.axhline(0.0, color="0.6", lw=0.8, zorder=0)
         ax.set_xlabel("distance (positions)")

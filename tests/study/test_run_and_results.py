@@ -133,3 +133,50 @@ def test_failed_run_is_a_row_and_the_study_goes_on(tmp_path, monkeypatch):
     assert row["status"] == "failed" and "overflow in a user encoding" in row["message"]
     assert (result.summary["status"].iloc[1:] == "ok").all()
     assert "sinusoidal" not in set(result.profiles["label"])
+
+
+def test_overwrite_only_replaces_poslab_results(study, tmp_path, monkeypatch):
+    spec, result, out = study
+    thesis = tmp_path / "important"
+    thesis.mkdir()
+    (thesis / "thesis.tex").write_text("my thesis")
+    with pytest.raises(ResultsExistError, match="not a poslab results folder"):
+        write_results(result, thesis, overwrite=True)
+    assert (thesis / "thesis.tex").read_text() == "my thesis"
+    monkeypatch.chdir(thesis)
+    with pytest.raises(ResultsExistError, match="current folder"):
+        write_results(result, ".", overwrite=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (write_results(result, empty, overwrite=True) / "manifest.json").is_file()
+
+
+def test_results_folder_is_readable_by_others(study):
+    import os
+
+    spec, result, out = study
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_non_utf8_and_non_finite_values(tmp_path):
+    from poslab.study import StudyError
+
+    (tmp_path / "bin.toml").write_bytes(b'name = "bin"\n\xff\xfe garbage')
+    with pytest.raises(StudyError, match="not a text file in UTF-8"):
+        load_study(tmp_path / "bin.toml")
+    (tmp_path / "inf.toml").write_text(STUDY.replace('kind = "sinusoidal"', 'kind = "sinusoidal"\nbase = inf'))
+    with pytest.raises(StudyError, match="entry 1.*finite"):
+        load_study(tmp_path / "inf.toml")
+
+
+def test_unreadable_table_files_are_named(tmp_path):
+    from poslab.study import StudyError
+
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    (tmp_path / "corrupt.npy").write_bytes(b"\x93NUMPY garbage")
+    for name in ("objects.npy", "corrupt.npy"):
+        (tmp_path / "s.toml").write_text(STUDY + f'\n[[encodings]]\nkind = "learned"\nsource = "{name}"\n')
+        with pytest.raises(StudyError, match=rf"entry 5.*cannot read .*{name}.*numpy.save"):
+            load_study(tmp_path / "s.toml")

@@ -45,12 +45,12 @@ def test_grid_expands_lists(tmp_path):
 
 
 @pytest.mark.parametrize("entry, pattern", [
-    ('kind = "sinusodal"', r"s\.toml.*entry 0 \(kind = 'sinusodal'\).*installed kinds: learned, random, rotary, sinusoidal"),
-    ('kind = "sinusoidal"\nbse = 3', r"s\.toml.*entry 0.*unknown parameter\(s\) bse; valid parameters: base"),
-    ('kind = "sinusoidal"\nbase = "big"', r"s\.toml.*entry 0.*'base' expected float, got 'big'"),
-    ('kind = "sinusoidal"\nlayout = "diag"', r"entry 0.*one of 'interleaved', 'concatenated'"),
-    ('kind = "learned"\nsource = "gpt2"\n', r"entry 0.*n_positions=2000.*1024"),
-    ('kind = "learned"', r"entry 0.*missing 1 required"),
+    ('kind = "sinusodal"', r"s\.toml.*entry 1 \(kind = 'sinusodal'\).*installed kinds: learned, random, rotary, sinusoidal"),
+    ('kind = "sinusoidal"\nbse = 3', r"s\.toml.*entry 1.*unknown parameter\(s\) bse; valid parameters: base"),
+    ('kind = "sinusoidal"\nbase = "big"', r"s\.toml.*entry 1.*'base' expected float, got 'big'"),
+    ('kind = "sinusoidal"\nlayout = "diag"', r"entry 1.*one of 'interleaved', 'concatenated'"),
+    ('kind = "learned"\nsource = "gpt2"\n', r"entry 1.*n_positions=2000.*1024"),
+    ('kind = "learned"', r"entry 1.*missing 1 required"),
     ('source = "gpt2"', r"must be a table with a kind"),
 ])
 def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entry, pattern):

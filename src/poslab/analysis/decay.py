@@ -41,6 +41,16 @@ from scipy import fft, optimize, stats
 __all__ = ["DecayModel", "DecayFit", "DecayFits", "DECAY_MODELS", "fit_decay"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
+#: A model must lower the AIC by this much against a constant (no decay) to be reported;
+#: ΔAIC > 10 means "essentially no support" for the worse model (Burnham & Anderson,
+#: Model Selection and Multimodel Inference, 2nd ed., 2002, §2.6).
+MIN_AIC_GAIN = 10.0
+
+
+def _information_criteria(rss_w: float, n_points: int, k: int) -> tuple[float, float]:
+    """(AIC, BIC) of a least-squares fit with weighted residual sum ``rss_w`` and ``k`` parameters."""
+    log_term = n_points * math.log(max(rss_w / n_points, np.finfo(float).tiny))
+    return log_term + 2 * k, log_term + k * math.log(n_points)
 
 
 @dataclass(frozen=True)
@@ -181,7 +191,9 @@ class DecayFit:
 
     ``status`` is ``"ok"`` or says why there are no numbers: ``"too_few_points"``,
     ``"flat"``, ``"rising"``, ``"not_converged"``, ``"not_identifiable"``,
-    ``"at_bound"`` (a parameter pinned on its bound) or ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
+    ``"at_bound"`` (a parameter pinned on its bound), ``"out_of_range"`` (decay
+    length outside the fitted distances), ``"no_better_than_constant"`` or
+    ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
     ``stderr``, goodness of fit and ``decay_length`` (positions) are NaN.
     """
 
@@ -279,7 +291,11 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None) -> D
     (Spearman rho > 0, p < 0.01); then per model ``not_converged`` (maxfev
     reached or the result equals the guess), ``not_identifiable`` (a standard
     error zero, not finite or larger than the parameter's bounded range;
-    infinite decay length) and ``failed`` (any other error). Fits use
+    infinite decay length), ``out_of_range`` (decay length outside the fitted
+    distances: an extrapolation), ``no_better_than_constant`` (AIC not at least
+    MIN_AIC_GAIN = 10 below that of a constant, Burnham & Anderson 2002), ``at_bound`` (a parameter within 1e-6 of the width
+    of its range from a bound: the optimum lies outside the model's bounds) and
+    ``failed`` (any other error). Fits use
     curve_fit with ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev=MAXFEV``.
     """
     d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
@@ -391,17 +407,25 @@ def _fit_one(model, d, y, n):
         problem = "not_converged", "the optimiser returned the initial guess unchanged"
     elif not (np.isfinite(length) and np.isfinite(resid).all()):
         problem = "not_identifiable", "the fitted curve does not decay within a finite distance"
+    elif not d[0] <= length <= d[-1]:
+        problem = "out_of_range", (f"the decay length {length:.4g} lies outside the fitted distances "
+                                   f"[{d[0]:.4g}, {d[-1]:.4g}]: it would be an extrapolation")
     else:
         problem = None
     if problem:
         return _unfit(model, *problem, d.size)
     k, n_pts = len(popt), d.size
     w = np.ones_like(y) if n is None else n / n.mean()
-    log_term = n_pts * math.log(max(float(np.sum(w * resid**2)) / n_pts, np.finfo(float).tiny))
+    aic, bic = _information_criteria(float(np.sum(w * resid**2)), n_pts, k)
+    aic_constant, _ = _information_criteria(float(np.sum(w * (y - np.sum(w * y) / np.sum(w)) ** 2)), n_pts, 1)
+    if aic > aic_constant - MIN_AIC_GAIN:
+        message = (f"AIC {aic:.4g} is not at least {MIN_AIC_GAIN:g} below that of a constant ({aic_constant:.4g}): "
+                   "the decay is not supported over no decay")
+        return _unfit(model, "no_better_than_constant", message, d.size)
     return DecayFit(
         model.name, "ok", "", dict(zip(model.param_names, map(float, popt))),
         dict(zip(model.param_names, map(float, stderr))),
         r2=float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)),
         rmse=float(np.sqrt(np.mean(resid**2))),
-        aic=log_term + 2 * k, bic=log_term + k * math.log(n_pts),
+        aic=aic, bic=bic,
         decay_length=float(length), n_points=int(n_pts))

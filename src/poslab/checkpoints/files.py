@@ -41,6 +41,13 @@ def _check_path(path) -> Path:
     return path
 
 
+def _unreadable(path, exc) -> ValueError:
+    return ValueError(
+        f"cannot read {path}: {exc}. Expected a numeric array written by numpy.save / numpy.savez "
+        "or safetensors; object (pickled) arrays are refused"
+    )
+
+
 def list_tensors(path) -> list[TensorInfo]:
     """Every tensor in ``path`` with its shape and dtype, without reading the data.
 
@@ -50,20 +57,23 @@ def list_tensors(path) -> list[TensorInfo]:
         Missing file or unsupported format.
     """
     path = _check_path(path)
-    if path.suffix == ".npy":
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        return [TensorInfo(None, tuple(arr.shape), str(arr.dtype))]
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as npz:
-            return [TensorInfo(k, tuple(npz[k].shape), str(npz[k].dtype)) for k in npz.files]
-    from safetensors import safe_open
+    try:
+        if path.suffix == ".npy":
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+            return [TensorInfo(None, tuple(arr.shape), str(arr.dtype))]
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                return [TensorInfo(k, tuple(npz[k].shape), str(npz[k].dtype)) for k in npz.files]
+        from safetensors import safe_open
 
-    with safe_open(str(path), framework="np") as f:
-        out = []
-        for k in f.keys():
-            sl = f.get_slice(k)
-            out.append(TensorInfo(k, tuple(sl.get_shape()), sl.get_dtype()))
-        return out
+        with safe_open(str(path), framework="np") as f:
+            return [TensorInfo(k, tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()]
+    except (ValueError, OSError, EOFError) as exc:
+        raise _unreadable(path, exc) from None
+    except Exception as exc:  # safetensors raises its own SafetensorError for a corrupt header
+        if type(exc).__name__ == "SafetensorError":
+            raise _unreadable(path, exc) from None
+        raise
 
 
 def load_tensor(path, key: str | None = None) -> np.ndarray:
@@ -88,11 +98,14 @@ def load_tensor(path, key: str | None = None) -> np.ndarray:
         lists the tensors with shape and dtype.
     """
     path = _check_path(path)
+    infos = list_tensors(path)
     if path.suffix == ".npy":
         if key is not None:
             raise KeyError(f"{path.name} is a .npy file holding one array; remove key={key!r}")
-        return np.load(path, allow_pickle=False)
-    infos = list_tensors(path)
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise _unreadable(path, exc) from None
     names = [i.key for i in infos]
     if key is None:
         if len(infos) != 1:

@@ -11,6 +11,7 @@ or an invalid choice fails before any work.
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 import types
 import typing
@@ -69,6 +70,8 @@ def _coerce(value, tp):
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"expected float, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite float, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):

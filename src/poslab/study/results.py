@@ -43,8 +43,19 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
     ResultsExistError
     """
     out = Path(out)
-    if out.exists() and not overwrite:
+    if not out.exists():
+        return out
+    if not overwrite:
         raise ResultsExistError(f"results folder {out} exists; pass --overwrite (overwrite=True) or choose another --out")
+    if not out.is_dir():
+        raise ResultsExistError(f"{out} exists and is not a folder; choose another --out")
+    if Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise ResultsExistError(f"{out} is the current folder or one of its parents; choose another --out")
+    if any(out.iterdir()) and not (out / "manifest.json").is_file():
+        raise ResultsExistError(
+            f"{out} is not empty and holds no manifest.json, so it is not a poslab results folder; "
+            "--overwrite only replaces poslab results. Choose another --out"
+        )
     return out
 
 
@@ -85,6 +96,8 @@ def manifest(result: StudyResult) -> dict:
 def write_figures(tables: dict[str, pd.DataFrame], folder) -> None:
     """Draw the study figures from the tables alone into ``folder``."""
     folder = Path(folder)
+    if not len(tables["heatmaps"]) and not len(tables["profiles"]):
+        raise ValueError("no run of this study succeeded: there is nothing to draw (see summary.csv)")
     if len(tables["heatmaps"]):
         save_figure(plot_similarity_heatmaps(tables["heatmaps"]), folder / FIGURES[0])
     if len(tables["profiles"]):
@@ -114,6 +127,9 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
     out = check_writable(out, overwrite=overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results are meant to be shared
     try:
         tables = result.tables()
         for name, frame in tables.items():
@@ -123,8 +139,13 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            try:
+                os.replace(tmp, out)
+            except BaseException:
+                os.replace(old / out.name, out)  # put the previous result back
+                raise
+            finally:
+                shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
     except BaseException:
@@ -149,6 +170,9 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
     folder = Path(folder)
     if not (folder / "manifest.json").is_file():
         raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json)")
+    missing = [f"{name}.csv" for name in TABLES if not (folder / f"{name}.csv").is_file()]
+    if missing:
+        raise FileNotFoundError(f"results folder {folder} lacks {', '.join(missing)}; run the study again")
     out = {}
     for name in TABLES:
         frame = pd.read_csv(folder / f"{name}.csv", low_memory=False)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..analysis import band_metrics, block_similarity, fit_decay, similarity_profile
+from ..analysis import InvalidPositionsWarning, band_metrics, block_similarity, fit_decay, similarity_profile
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "run_study", "TABLES"]
@@ -57,7 +58,9 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         std=profile.std_similarity[use],
         models=options.models,
     )
-    blocks = block_similarity(table, bins=options.heatmap_bins, center=options.center)
+    with warnings.catch_warnings():  # excluded positions were already reported by the profile
+        warnings.simplefilter("ignore", InvalidPositionsWarning)
+        blocks = block_similarity(table, bins=options.heatmap_bins, center=options.center)
     return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]))
 
 
@@ -131,12 +134,14 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     summary, profiles, decay, bands, heatmaps = [], [], [], [], []
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    bar = tqdm(runs, desc=spec.name, unit="run", disable=not progress, delay=0.5, leave=False)
+    # disable=None: no bar when stderr is not a terminal (logs, pipes)
+    bar = tqdm(runs, desc=spec.name, unit="run", disable=None if progress else True, delay=0.5, leave=False)
     for run in bar:
         bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
         keys = _keys(spec, run, param_names)
         t0 = time.perf_counter()
-        row = dict(keys, n_positions=spec.n_positions, table_dim=pd.NA, center=spec.analysis.center,
+        row = dict(keys, n_positions=spec.n_positions, max_distance=spec.max_distance, table_dim=pd.NA,
+                   center=spec.analysis.center,
                    status="ok", message="")
         try:
             rng = np.random.default_rng(run.seed) if run.seed is not None else None

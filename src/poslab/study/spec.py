@@ -147,13 +147,13 @@ def _analysis(raw, where) -> AnalysisOptions:
 
 def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
     if not isinstance(entry, dict) or "kind" not in entry:
-        raise StudyError(f"{where}: [[encodings]] entry {index} must be a table with a kind = \"...\", got {entry!r}")
+        raise StudyError(f"{where}: [[encodings]] entry {index + 1} must be a table with a kind = \"...\", got {entry!r}")
     kind = entry["kind"]
     params = {k: v for k, v in entry.items() if k != "kind"}
     grid_keys = [k for k, v in params.items() if isinstance(v, list)]
     for k in grid_keys:
         if not params[k]:
-            raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {kind!r}): {k} is an empty list")
+            raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {k} is an empty list")
     out = []
     for values in itertools.product(*(params[k] for k in grid_keys)):
         combo = {**params, **dict(zip(grid_keys, values))}
@@ -161,7 +161,7 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
             out.append(make_encoding(kind, **combo))
         except (KeyError, TypeError, ValueError) as exc:
             msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-            raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {kind!r}): {msg}") from None
+            raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {msg}") from None
     return out
 
 
@@ -194,6 +194,10 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
     if max_distance >= n_positions:
         raise StudyError(f"{where}: max_distance must be < n_positions = {n_positions}, got {max_distance}")
     analysis = _analysis(data.get("analysis", {}), where)
+    if analysis.heatmap_bins > n_positions:
+        if "heatmap_bins" in data.get("analysis", {}):
+            raise StudyError(f"{where}: [analysis] heatmap_bins = {analysis.heatmap_bins} exceeds n_positions = {n_positions}")
+        analysis = dataclasses.replace(analysis, heatmap_bins=n_positions)  # the default, capped: recorded as used
     if analysis.fit_min_distance >= max_distance:
         raise StudyError(f"{where}: [analysis] fit_min_distance must be < max_distance = {max_distance}")
     entries = data["encodings"]
@@ -206,9 +210,9 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
                 enc.check_size(n_positions, dim)
             except (ValueError, OSError, KeyError) as exc:
                 msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-                raise StudyError(f"{where}: [[encodings]] entry {index} (kind = {enc.kind!r}): {msg}") from None
+                raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
             if any(e.label == enc.label for e in encodings):
-                raise StudyError(f"{where}: [[encodings]] entry {index}: {enc.label} appears twice; remove the duplicate")
+                raise StudyError(f"{where}: [[encodings]] entry {index + 1}: {enc.label} appears twice; remove the duplicate")
             encodings.append(enc)
     return StudySpec(
         name=name,
@@ -239,7 +243,10 @@ def load_study(path) -> StudySpec:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no study file {path}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte {exc.start}); a study file is TOML") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
