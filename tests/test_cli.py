@@ -75,3 +75,40 @@ def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path):
 def test_plot_refuses_a_folder_without_tables(tmp_path):
     result = CliRunner().invoke(main, ["plot", str(tmp_path)])
     assert result.exit_code != 0 and "not a poslab results folder" in result.output
+
+
+def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_table):
+    """`poslab run` with no argument: the packaged default study, real GPT-2 table, every output."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from poslab.encodings import sinusoidal_frequencies
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "results" / "compare_encodings"
+    assert {p.name for p in out.iterdir()} >= {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv",
+                                               "heatmaps.csv", "similarity_heatmaps.png", "decay_curves.png",
+                                               "manifest.json"}
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["label"]) == ["learned(source=gpt2)", "sinusoidal", "random", "random", "random",
+                                      "rotary(rope_theta=500000, rotary_dim=128)"]
+    assert list(summary["table_dim"]) == [768, 768, 768, 768, 768, 128]
+    profiles = pd.read_csv(out / "profiles.csv", low_memory=False)
+    # sinusoidal rows equal the closed form (2/d) Σ cos(k ω_i)
+    sin = profiles[profiles["label"] == "sinusoidal"]
+    omega = sinusoidal_frequencies(768)
+    expected = (2 / 768) * np.cos(np.outer(sin["distance"], omega)).sum(axis=1)
+    np.testing.assert_allclose(sin["mean_similarity"], expected, atol=1e-12)
+    # GPT-2 rows come from the real table: distance 1 is the mean cosine of neighbouring rows
+    u = gpt2_table / np.linalg.norm(gpt2_table, axis=1, keepdims=True)
+    gpt2 = profiles[profiles["label"] == "learned(source=gpt2)"].set_index("distance")
+    assert abs(gpt2.loc[1, "mean_similarity"] - np.mean(np.sum(u[:-1] * u[1:], axis=1))) < 1e-14
+    # random: no decay length; the others get one
+    assert summary.loc[summary["kind"] == "random", "decay_length"].isna().all()
+    assert summary.loc[summary["kind"] != "random", "decay_length"].notna().all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["study"] == "compare_encodings" and manifest["seeds"] == [0, 1, 2]

@@ -97,3 +97,14 @@ def test_relative_source_resolves_against_study_folder(tmp_path, gpt2_table):
 def test_parse_study_from_dict():
     spec = parse_study({"name": "d", "n_positions": 10, "dim": 4, "encodings": [{"kind": "random"}]})
     assert spec.seeds == (0,) and spec.max_distance == 9
+
+
+def test_relative_source_is_recorded_relative_to_the_working_folder(tmp_path, gpt2_table, monkeypatch):
+    import numpy as np
+
+    (tmp_path / "studies" / "tables").mkdir(parents=True)
+    np.save(tmp_path / "studies" / "tables" / "mine.npy", gpt2_table[:100])
+    path = write(tmp_path / "studies", BASE + '[[encodings]]\nkind = "learned"\nsource = "tables/mine.npy"\n')
+    monkeypatch.chdir(tmp_path)
+    spec = load_study(path)
+    assert spec.encodings[0].label == "learned(source=studies/tables/mine.npy)"

@@ -231,7 +231,8 @@ def load_study(path) -> StudySpec:
     """Read and validate a TOML study file.
 
     Relative ``source`` paths of learned tables are resolved against the
-    study file's folder when they exist there.
+    study file's folder when they exist there, and recorded relative to the
+    working folder (absolute if the file lies outside it).
 
     Raises
     ------
@@ -254,5 +255,8 @@ def load_study(path) -> StudySpec:
     for entry in data.get("encodings", []) if isinstance(data.get("encodings"), list) else []:
         src = entry.get("source") if isinstance(entry, dict) else None
         if isinstance(src, str) and not Path(src).is_absolute() and (path.parent / src).is_file():
-            entry["source"] = str((path.parent / src).resolve())
+            # relative to the study file; recorded relative to the working folder when below it
+            resolved = (path.parent / src).resolve()
+            cwd = Path.cwd().resolve()
+            entry["source"] = str(resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved)
     return parse_study(data, source=str(path), text=text)
