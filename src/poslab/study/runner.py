@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from ..analysis import InvalidPositionsWarning, band_metrics, block_similarity, fit_decay, similarity_profile
 from .spec import AnalysisOptions, Run, StudySpec
 
-__all__ = ["RunAnalysis", "StudyResult", "analyse_table", "run_study", "TABLES"]
+__all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
 
 #: The tables of a study result, in the order they are written.
 TABLES = ("summary", "profiles", "decay_metrics", "bands", "heatmaps")
@@ -113,6 +113,49 @@ def _finish(frames: list[pd.DataFrame], columns_first: list[str]) -> pd.DataFram
     return out
 
 
+def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, pd.DataFrame]:
+    """Generate and analyse one run; return its rows of every table, keyed by table name.
+
+    Never raises for a failing encoding or analysis: the run then has only a
+    ``summary`` row with ``status = "failed"`` and the error message.
+    A plain function of plain data, so any executor can run it.
+    """
+    keys = _keys(spec, run, param_names)
+    t0 = time.perf_counter()
+    row = dict(keys, n_positions=spec.n_positions, max_distance=spec.max_distance, table_dim=pd.NA,
+               center=spec.analysis.center, status="ok", message="")
+    try:
+        rng = np.random.default_rng(run.seed) if run.seed is not None else None
+        table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
+        result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
+    except Exception as exc:  # a failed run is a row, not a crash
+        row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
+        return {"summary": pd.DataFrame([row])}
+    prof = result.profile.to_frame()
+    fitted = result.fits.predict(prof["distance"].to_numpy())
+    prof["fitted_similarity"] = np.where(prof["distance"] >= spec.analysis.fit_min_distance, fitted, np.nan)
+    band = result.bands.to_frame()
+    selected = result.fits.selected
+    row.update(
+        table_dim=result.table_dim,
+        excluded_positions=";".join(map(str, result.profile.excluded_positions)),
+        selected_model=selected.model if selected else "",
+        decay_length=selected.decay_length if selected else np.nan,
+    )
+    if selected is None:
+        row["message"] = "no decay model fitted: " + ", ".join(sorted({f.status for f in result.fits.fits}))
+    row.update({_band_column(t): w for t, w in zip(band["threshold"], band["width"])})
+    row["seconds"] = time.perf_counter() - t0
+    short = {k: keys[k] for k in ("study", "label", "kind", "seed")}  # heatmaps are large: parameters are in summary
+    return {
+        "summary": pd.DataFrame([row]),
+        "profiles": _with_keys(prof, keys),
+        "decay_metrics": _with_keys(result.fits.to_frame(), keys),
+        "bands": _with_keys(band, keys),
+        "heatmaps": _with_keys(result.blocks.to_frame(), short),
+    }
+
+
 def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     """Run every run of ``spec`` and collect the tables.
 
@@ -120,7 +163,7 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     ----------
     spec : StudySpec
     progress : bool
-        Show a progress bar (on stderr; hidden for runs shorter than 0.5 s).
+        Show a progress bar (on a terminal's stderr; hidden for studies shorter than 0.5 s).
 
     Returns
     -------
@@ -131,65 +174,22 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     for enc in spec.encodings:
         param_names += [p for p in enc.params() if p not in param_names]
     key_columns = ["study", "label", "kind", *param_names, "seed"]
-    summary, profiles, decay, bands, heatmaps = [], [], [], [], []
+    collected: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
     timings: dict[str, float] = {}
     start = time.perf_counter()
     # disable=None: no bar when stderr is not a terminal (logs, pipes)
     bar = tqdm(runs, desc=spec.name, unit="run", disable=None if progress else True, delay=0.5, leave=False)
     for run in bar:
         bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
-        keys = _keys(spec, run, param_names)
-        t0 = time.perf_counter()
-        row = dict(keys, n_positions=spec.n_positions, max_distance=spec.max_distance, table_dim=pd.NA,
-                   center=spec.analysis.center,
-                   status="ok", message="")
-        try:
-            rng = np.random.default_rng(run.seed) if run.seed is not None else None
-            table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
-            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
-        except Exception as exc:  # a failed run is a row, not a crash
-            row.update(status="failed", message=f"{type(exc).__name__}: {exc}")
-            summary.append(pd.DataFrame([row]))
-            continue
-        prof = result.profile.to_frame()
-        prof["fitted_similarity"] = np.where(
-            prof["distance"] >= spec.analysis.fit_min_distance, result.fits.predict(prof["distance"].to_numpy()), np.nan
-        )
-        profiles.append(_with_keys(prof, keys))
-        decay.append(_with_keys(result.fits.to_frame(), keys))
-        band = result.bands.to_frame()
-        bands.append(_with_keys(band, keys))
-        # heatmaps are large: keyed by label and seed only (parameters are in summary)
-        short = {k: keys[k] for k in ("study", "label", "kind", "seed")}
-        heatmaps.append(_with_keys(result.blocks.to_frame(), short))
-        selected = result.fits.selected
-        row.update(
-            table_dim=result.table_dim,
-            excluded_positions=";".join(map(str, result.profile.excluded_positions)),
-            selected_model=selected.model if selected else "",
-            decay_length=selected.decay_length if selected else np.nan,
-        )
-        if selected is None:
-            statuses = sorted({f.status for f in result.fits.fits})
-            row["message"] = "no decay model fitted: " + ", ".join(statuses)
-        for t, w in zip(band["threshold"], band["width"]):
-            row[_band_column(t)] = w
-        seconds = time.perf_counter() - t0
-        row["seconds"] = seconds
-        timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = seconds
-        summary.append(pd.DataFrame([row]))
+        for name, frame in execute_run(spec, run, param_names).items():
+            collected[name].append(frame)
+        timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
+            collected["summary"][-1]["seconds"].iloc[0])
     bar.close()
     timings["total"] = time.perf_counter() - start
-    summary_df = _finish(summary, key_columns)
-    for col in summary_df.columns:
+    tables = {name: _finish(frames, ["study", "label", "kind", "seed"] if name == "heatmaps" else key_columns)
+              for name, frames in collected.items()}
+    for col in tables["summary"].columns:
         if col.startswith("band_width_"):
-            summary_df[col] = summary_df[col].astype("Int64")
-    return StudyResult(
-        spec=spec,
-        summary=summary_df,
-        profiles=_finish(profiles, key_columns),
-        decay_metrics=_finish(decay, key_columns),
-        bands=_finish(bands, key_columns),
-        heatmaps=_finish(heatmaps, ["study", "label", "kind", "seed"]),
-        timings=timings,
-    )
+            tables["summary"][col] = tables["summary"][col].astype("Int64")
+    return StudyResult(spec=spec, timings=timings, **tables)
