@@ -32,11 +32,15 @@ _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetenso
 
 
 class ResultsExistError(FileExistsError):
-    """The results folder exists and overwrite was not asked for."""
+    """The results folder exists and may not be replaced (no overwrite, or not poslab results)."""
 
 
 def check_writable(out, *, overwrite: bool = False) -> Path:
     """Refuse an existing results folder unless ``overwrite`` (call before any work).
+
+    Even with ``overwrite`` only an empty folder or a poslab results folder
+    (one holding ``manifest.json``) is replaced, never the working folder or
+    one of its parents.
 
     Raises
     ------
