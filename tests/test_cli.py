@@ -50,9 +50,10 @@ def test_bad_study_fails_before_any_work(tmp_path):
     assert not (tmp_path / "res").exists()
 
 
-def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path):
+def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path, monkeypatch):
     import numpy as np
 
+    monkeypatch.chdir(tmp_path)
     table = np.ones((64, 8))
     table[::2] = 0.0  # half the positions are zero vectors: reported and excluded, the run succeeds
     np.save(tmp_path / "half_zero.npy", table)
@@ -64,7 +65,7 @@ def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path):
     result = CliRunner().invoke(main, ["run", str(study), "--out", str(out), "--no-progress"])
     assert result.exit_code == 1
     assert "1 of 5 runs failed" in result.output and "zero or non-finite" in result.output
-    assert "warning: 32 of 64 positions have zero or non-finite vectors" in result.output
+    assert "warning: learned(source=half_zero.npy): 32 of 64 positions have zero or non-finite vectors" in result.output
     import pandas as pd
 
     summary = pd.read_csv(out / "summary.csv")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def _terminate(signum, frame):
 def main():
     """Comparative studies of positional encodings in transformers."""
     warnings.showwarning = _show_warning
-    signal.signal(signal.SIGTERM, _terminate)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
 
 
 @main.command()
@@ -54,22 +56,24 @@ def run(study, out, overwrite, progress):
         check_writable(out, overwrite=overwrite)
     except (StudyError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
+    started = time.perf_counter()
     runs = spec.runs()
     click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     result = run_study(spec, progress=progress)
+    failed = result.summary[result.summary["status"] != "ok"]
+    for _, row in failed.iterrows():
+        seed = "" if pd.isna(row["seed"]) else f" seed {row['seed']}"
+        click.secho(f"run failed: {row['label']}{seed}: {row['message']}", fg="red", err=True)
     try:
-        write_results(result, out, overwrite=overwrite)
+        written = write_results(result, out, overwrite=overwrite)
     except (ResultsExistError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     cols = ["label", "seed", "status", "selected_model", "decay_length"] + [
         c for c in result.summary.columns if c.startswith("band_width_")
     ]
     click.echo(result.summary[[c for c in cols if c in result.summary.columns]].to_string(index=False))
-    failed = result.summary[result.summary["status"] != "ok"]
-    for _, row in failed.iterrows():
-        seed = "" if pd.isna(row["seed"]) else f" seed {row['seed']}"
-        click.secho(f"run failed: {row['label']}{seed}: {row['message']}", fg="red", err=True)
-    click.echo(f"wrote {out} in {result.timings['total']:.1f} s")
+    click.echo(f"wrote {written} in {time.perf_counter() - started:.1f} s "
+               f"(analysis {result.timings['total']:.1f} s, the rest tables and figures)")
     if len(failed):
         raise click.ClickException(f"{len(failed)} of {len(result.summary)} runs failed; see {out / 'summary.csv'}")
 
@@ -99,8 +103,13 @@ def plot(results):
     """Redraw the figures of a finished RESULTS folder from its CSV tables."""
     from .study import read_results, write_figures
 
+    from .study.results import figure_title
+
     try:
-        write_figures(read_results(results), results)
+        tables = read_results(results)
+        written = write_figures(tables, results, title=figure_title(tables["summary"]))
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"redrew the figures in {results}")
+    if not written:
+        raise click.ClickException(f"no run in {results} succeeded: there is nothing to draw (see summary.csv)")
+    click.echo("redrew " + ", ".join(str(p) for p in written))

@@ -101,9 +101,19 @@ def test_fitted_decay_length_follows_definition(name):
     assert fl - off == pytest.approx((f0 - off) / math.e, rel=1e-9)
 
 
-def test_damped_cosine_decay_length_is_envelope_length():
-    params = np.array(list(EXAMPLES["damped_cosine"].values()))
-    assert DECAY_MODELS["damped_cosine"].decay_length(params) == 150.0
+def test_damped_cosine_decay_length_is_the_first_1_over_e_crossing():
+    model = DECAY_MODELS["damped_cosine"]
+    for length, period in [(150.0, 90.0), (30.0, 1000.0), (1e6, 400.0)]:
+        params = np.array([0.7, length, period, 0.1])
+        L = model.decay_length(params)
+        assert 0 < L <= min(length, period / 4)
+        f = lambda d: model.function(np.asarray(d, float), *params)  # noqa: E731
+        assert f(L) - 0.1 == pytest.approx((f(0.0) - 0.1) / math.e, abs=1e-9)
+        d = np.linspace(0, L, 1000)[:-1]
+        assert (f(d) - 0.1 > (f(0.0) - 0.1) / math.e).all()  # the first crossing
+    # an undamped oscillation decorrelates at its first 1/e point, not at its envelope's
+    assert model.decay_length(np.array([1.0, 1e6, 400.0, 0.0])) == pytest.approx(
+        400 / (2 * math.pi) * math.acos(1 / math.e), rel=1e-4)
 
 
 def test_known_decay_lengths():

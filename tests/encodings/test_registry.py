@@ -71,3 +71,11 @@ def test_example_plugin_runs_inside_a_study(plugin_path):
     for (ls, seed), g in rff.groupby(["length_scale", "seed"]):
         assert g["status"].item() == "ok"
         assert g["sigma"].item() == pytest.approx(ls, rel=0.15)
+
+
+def test_parameters_named_like_summary_columns_are_refused():
+    for name in ("center", "max_distance", "band_width_0p5"):
+        namespace = {"__annotations__": {name: float}, name: 1.0, "kind": "bad2"}
+        cls = dataclasses.dataclass(frozen=True)(type("Bad2", (Encoding,), namespace))
+        with pytest.raises(ValueError, match=name):
+            register(cls)

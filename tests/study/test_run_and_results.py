@@ -180,3 +180,78 @@ def test_unreadable_table_files_are_named(tmp_path):
         (tmp_path / "s.toml").write_text(STUDY + f'\n[[encodings]]\nkind = "learned"\nsource = "{name}"\n')
         with pytest.raises(StudyError, match=rf"entry 5.*cannot read .*{name}.*numpy.save"):
             load_study(tmp_path / "s.toml")
+
+
+def test_unnormalised_out_path_cannot_replace_a_folder(study, tmp_path):
+    spec, result, out = study
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "thesis.txt").write_text("thesis")
+    with pytest.raises(ResultsExistError, match="exists"):
+        write_results(result, tmp_path / "newdir" / ".." / "victim")
+    assert (victim / "thesis.txt").read_text() == "thesis"
+
+
+def test_a_manifest_json_alone_does_not_make_a_results_folder(study, tmp_path):
+    spec, result, out = study
+    webapp = tmp_path / "webapp"
+    webapp.mkdir()
+    (webapp / "manifest.json").write_text('{"name": "my app"}')
+    (webapp / "index.html").write_text("<html/>")
+    with pytest.raises(ResultsExistError, match="not a poslab results folder"):
+        write_results(result, webapp, overwrite=True)
+    assert (webapp / "index.html").is_file()
+    (out / "notes.txt").write_text("a user's file inside a results folder")
+    with pytest.raises(ResultsExistError, match="not a poslab results folder"):
+        write_results(result, out, overwrite=True)
+    (out / "notes.txt").unlink()
+
+
+def test_every_run_failing_still_writes_the_summary(tmp_path):
+    np.save(tmp_path / "zeros.npy", np.zeros((64, 8)))
+    (tmp_path / "s.toml").write_text('name = "z"\nn_positions = 64\ndim = 8\n[[encodings]]\nkind = "learned"\n'
+                                     'source = "zeros.npy"\n')
+    result = run_study(load_study(tmp_path / "s.toml"), progress=False)
+    assert list(result.summary["status"]) == ["failed"] and "zero or non-finite" in result.summary["message"][0]
+    out = write_results(result, tmp_path / "res")
+    assert {p.name for p in out.iterdir()} == {f"{t}.csv" for t in ("summary", "profiles", "decay_metrics", "bands",
+                                                                     "heatmaps")} | {"manifest.json"}
+    back = read_results(out)
+    assert back["summary"]["status"].tolist() == ["failed"] and len(back["profiles"]) == 0
+
+
+def test_bad_model_files_and_names(tmp_path):
+    from poslab.study import StudyError
+
+    import json
+    import struct
+
+    # a bf16 safetensors file, written by the format's spec: u64 header size, JSON header, data
+    header = json.dumps({"wpe": {"dtype": "BF16", "shape": [8, 4], "data_offsets": [0, 64]}}).encode()
+    header += b" " * (-len(header) % 8)
+    (tmp_path / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(64))
+    (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not a zip")
+    for name, pattern in [("bf16.safetensors", "dtype BF16 has no numpy equivalent"),
+                          ("corrupt.npz", "cannot read .*corrupt.npz")]:
+        (tmp_path / "s.toml").write_text(f'name = "b"\nn_positions = 4\ndim = 4\n[[encodings]]\nkind = "learned"\n'
+                                         f'source = "{name}"\n')
+        with pytest.raises(StudyError, match=pattern):
+            load_study(tmp_path / "s.toml")
+    for bad in ["..", ".", ".hidden"]:
+        (tmp_path / "n.toml").write_text(f'name = "{bad}"\nn_positions = 4\ndim = 4\n[[encodings]]\nkind = "random"\n')
+        with pytest.raises(StudyError, match="name must be a folder name"):
+            load_study(tmp_path / "n.toml")
+    (tmp_path / "bom.toml").write_bytes('\ufeffname = "bom"\nn_positions = 4\ndim = 4\n[[encodings]]\nkind = "random"\n'
+                                        .encode("utf-8"))
+    assert load_study(tmp_path / "bom.toml").name == "bom"
+
+
+def test_garbage_tables_are_named_when_read_back(study, tmp_path):
+    import shutil
+
+    spec, result, out = study
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "profiles.csv").write_text("this,is\nnot,a table\n")
+    with pytest.raises(ValueError, match="profiles.csv lacks column"):
+        read_results(copy)

@@ -13,8 +13,11 @@ Decay length
 Every model reports one model-independent number, ``decay_length`` (in
 positions): the distance L at which the fitted curve has covered 1 - 1/e of
 the way from its value at distance 0 to its asymptote, i.e.
-``f(L) - asymptote = (f(0) - asymptote) / e``. For ``damped_cosine`` L is taken on
-the envelope ``amplitude * exp(-d / length)``, so L = ``length``.
+``f(L) - asymptote = (f(0) - asymptote) / e``, the first such distance. For the
+monotone models this has a closed form; for ``damped_cosine`` it is the first
+root of exp(-d / length) * cos(2 pi d / period) = 1/e, which lies below
+min(length, period / 4) (so an undamped oscillation still decorrelates at its
+first quarter period, and encodings compare on the same footing).
 
 Goodness of fit
 ---------------
@@ -160,6 +163,20 @@ def _bounds(names):
     return bounds
 
 
+def _damped_cosine_decay_length(p) -> float:
+    """First d > 0 with exp(-d / length) * cos(2 pi d / period) = 1/e.
+
+    The product falls monotonically on [0, min(length, period / 4)] from 1 to
+    at most 1/e, so the root is bracketed there and unique."""
+    _, length, period, _ = (float(v) for v in p)
+    upper = min(length, period / 4)
+
+    def excess(d):
+        return math.exp(-d / length) * math.cos(2 * math.pi * d / period) - 1 / math.e
+
+    return upper if excess(upper) >= 0 else float(optimize.brentq(excess, 0.0, upper, xtol=1e-12 * upper))
+
+
 def _model(name, params, formula, function, decay_length):
     return DecayModel(name, params, formula, function, _guess(params), _bounds(params), decay_length)
 
@@ -176,7 +193,7 @@ DECAY_MODELS: dict[str, DecayModel] = {m.name: m for m in (
            _stretched_exponential, lambda p: float(p[1])),
     _model("damped_cosine", ("amplitude", "length", "period", "asymptote"),
            "amplitude * exp(-d / length) * cos(2 * pi * d / period) + asymptote",
-           _damped_cosine, lambda p: float(p[1])),
+           _damped_cosine, _damped_cosine_decay_length),
 )}
 """Built-in decay models by name. Bounds: amplitude in [0, 2] (decay from above), asymptote in
 [-1, 1], length and sigma in [spacing / 10, 100 * span], exponent in [1 / ln(1 + 100 * span), 20]
@@ -282,21 +299,22 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None) -> D
     Notes
     -----
     Points with NaN/inf in any given array or with n_pairs < 1 are dropped.
-    Status order: ``too_few_points`` (fewer than n_params + 2 points);
-    ``flat`` (np.ptp(y) <= 1e-9 * max(1, max|y|), or, given std and n_pairs,
-    reduced chi^2 of y about its weighted mean below 1 + 3 * sqrt(2 / (N - 1)),
-    with se = max(std, pooled, 1e-12) / sqrt(n_pairs) and pooled =
-    sqrt(sum(n_pairs * std**2) / sum(n_pairs)) over points with n_pairs >= 2,
-    so that a std from one or two pairs cannot blow up the test); ``rising``
-    (Spearman rho > 0, p < 0.01); then per model ``not_converged`` (maxfev
-    reached or the result equals the guess), ``not_identifiable`` (a standard
-    error zero, not finite or larger than the parameter's bounded range;
-    infinite decay length), ``out_of_range`` (decay length outside the fitted
-    distances: an extrapolation), ``no_better_than_constant`` (AIC not at least
-    MIN_AIC_GAIN = 10 below that of a constant, Burnham & Anderson 2002), ``at_bound`` (a parameter within 1e-6 of the width
-    of its range from a bound: the optimum lies outside the model's bounds) and
-    ``failed`` (any other error). Fits use
-    curve_fit with ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev=MAXFEV``.
+    Statuses, in the order they are checked: ``too_few_points`` (fewer than
+    n_params + 2 points); ``flat`` (np.ptp(y) <= 1e-9 * max(1, max|y|), or,
+    given std and n_pairs, reduced chi^2 of y about its weighted mean below
+    1 + 3 * sqrt(2 / (N - 1)), with se = max(std, pooled, 1e-12) / sqrt(n_pairs)
+    and pooled = sqrt(sum(n_pairs * std**2) / sum(n_pairs)) over points with
+    n_pairs >= 2, so that a std from one or two pairs cannot blow up the test);
+    ``rising`` (Spearman rho > 0, p < 0.01); then per model: ``not_converged``
+    (maxfev reached), ``failed`` (any other error), ``not_identifiable`` (a
+    standard error zero, not finite or larger than the parameter's bounded
+    range), ``at_bound`` (a parameter within 1e-6 of its range's width from a
+    bound), ``not_converged`` (the result equals the guess),
+    ``not_identifiable`` (infinite decay length), ``out_of_range`` (decay
+    length outside the fitted distances: an extrapolation) and
+    ``no_better_than_constant`` (AIC not at least MIN_AIC_GAIN = 10 below that
+    of a constant, Burnham & Anderson 2002). Fits use curve_fit with
+    ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev=MAXFEV``.
     """
     d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
     names = _check_models(models)

@@ -8,6 +8,7 @@ requested tensor is read, so a large checkpoint is never loaded whole.
 from __future__ import annotations
 
 import dataclasses
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -43,13 +44,16 @@ def _check_path(path) -> Path:
 
 def _unreadable(path, exc) -> ValueError:
     return ValueError(
-        f"cannot read {path}: {exc}. Expected a numeric array written by numpy.save / numpy.savez "
-        "or safetensors; object (pickled) arrays are refused"
+        f"cannot read {path}: {str(exc).rstrip('.')}. Expected a numeric array written by numpy.save / "
+        "numpy.savez or safetensors; object (pickled) arrays are refused"
     )
 
 
 def list_tensors(path) -> list[TensorInfo]:
-    """Every tensor in ``path`` with its shape and dtype, without reading the data.
+    """Every tensor in ``path`` with its shape and dtype.
+
+    ``.npy`` and ``.safetensors`` data are not read (header only); ``.npz``
+    members are read, as numpy offers no header-only access to them.
 
     Raises
     ------
@@ -68,7 +72,7 @@ def list_tensors(path) -> list[TensorInfo]:
 
         with safe_open(str(path), framework="np") as f:
             return [TensorInfo(k, tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()]
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise _unreadable(path, exc) from None
     except Exception as exc:  # safetensors raises its own SafetensorError for a corrupt header
         if type(exc).__name__ == "SafetensorError":
@@ -122,4 +126,11 @@ def load_tensor(path, key: str | None = None) -> np.ndarray:
     from safetensors import safe_open
 
     with safe_open(str(path), framework="np") as f:
-        return f.get_tensor(key)
+        try:
+            return f.get_tensor(key)
+        except TypeError as exc:  # numpy has no bfloat16
+            dtype = next(i.dtype for i in infos if i.key == key)
+            raise ValueError(
+                f"cannot read {key!r} from {path.name}: its dtype {dtype} has no numpy equivalent ({exc}); "
+                "save the tensor as float32 (e.g. tensor.float() before safetensors.torch.save_file)"
+            ) from None

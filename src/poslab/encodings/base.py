@@ -43,12 +43,11 @@ def _coerce(value, tp):
     """Return ``value`` converted to annotation ``tp`` or raise TypeError/ValueError."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        errors = []
         for arg in typing.get_args(tp):
             try:
                 return _coerce(value, arg)
-            except (TypeError, ValueError) as exc:
-                errors.append(exc)
+            except (TypeError, ValueError):
+                continue
         raise TypeError(f"expected {_describe(tp)}, got {value!r}")
     if origin is Literal:
         choices = typing.get_args(tp)
@@ -199,7 +198,8 @@ class Encoding:
     def label(self) -> str:
         """Deterministic table key: kind plus sorted non-default ``k=v``.
 
-        Examples: ``sinusoidal``, ``rotary(rope_theta=500000.0, rotary_dim=128)``.
+        Integral floats print without ".0". Examples: ``sinusoidal``,
+        ``rotary(rope_theta=500000, rotary_dim=128)``.
         """
         defaults = self.defaults()
         items = [

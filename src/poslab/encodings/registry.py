@@ -43,7 +43,7 @@ def register(cls: type[Encoding]) -> type[Encoding]:
         raise TypeError(f"{cls.__name__} must set a class attribute kind = 'name'")
     if "__dataclass_fields__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True)")
-    clash = sorted(set(cls.defaults()) & reserved_columns())
+    clash = sorted(p for p in cls.defaults() if p in reserved_columns() or p.startswith("band_width_"))
     if clash:
         raise ValueError(
             f"{cls.__name__} has parameter(s) {', '.join(clash)} whose names are output table columns; rename them"
@@ -67,6 +67,7 @@ def reserved_columns() -> set[str]:
         "fitted_similarity", "model", "status", "message", "threshold", "width", "recrosses", "crossings",
         "row_start", "row_stop", "col_start", "col_stop", "n_positions", "table_dim", "selected_model",
         "decay_length", "seconds", "excluded_positions", "r2", "rmse", "aic", "bic", "n_points", "selected",
+        "center", "max_distance",
     }
     for model in DECAY_MODELS.values():
         names |= set(model.param_names) | {f"{p}_se" for p in model.param_names}

@@ -27,6 +27,14 @@ from .runner import TABLES, StudyResult
 __all__ = ["ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
 
 _TEXT_COLUMNS = ("message", "selected_model", "excluded_positions")
+_KEYS = ("study", "label", "kind", "seed")
+_REQUIRED_COLUMNS = {
+    "summary": (*_KEYS, "n_positions", "max_distance", "status"),
+    "profiles": (*_KEYS, "distance", "mean_similarity", "std_similarity", "n_pairs"),
+    "decay_metrics": (*_KEYS, "model", "status", "decay_length", "selected"),
+    "bands": (*_KEYS, "threshold", "width"),
+    "heatmaps": (*_KEYS, "row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
+}
 FIGURES = ("similarity_heatmaps.png", "decay_curves.png")
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
 
@@ -46,7 +54,7 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
     ------
     ResultsExistError
     """
-    out = Path(out)
+    out = Path(os.path.abspath(out))  # normalise "new/../old": it must name what will be replaced
     if not out.exists():
         return out
     if not overwrite:
@@ -55,12 +63,23 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
         raise ResultsExistError(f"{out} exists and is not a folder; choose another --out")
     if Path.cwd().resolve().is_relative_to(out.resolve()):
         raise ResultsExistError(f"{out} is the current folder or one of its parents; choose another --out")
-    if any(out.iterdir()) and not (out / "manifest.json").is_file():
+    if not _is_results_folder(out) and any(out.iterdir()):
         raise ResultsExistError(
-            f"{out} is not empty and holds no manifest.json, so it is not a poslab results folder; "
-            "--overwrite only replaces poslab results. Choose another --out"
+            f"{out} is not empty and is not a poslab results folder (it holds files poslab does not write, "
+            "or no poslab manifest.json); --overwrite only replaces poslab results. Choose another --out"
         )
     return out
+
+
+def _is_results_folder(folder: Path) -> bool:
+    """True if ``folder`` holds only poslab outputs, with a poslab manifest."""
+    try:
+        meta = json.loads((folder / "manifest.json").read_text())
+        names = {p.name for p in folder.iterdir()}
+    except (OSError, ValueError):
+        return False
+    known = {f"{t}.csv" for t in TABLES} | set(FIGURES) | {"manifest.json"}
+    return isinstance(meta, dict) and {"study", "versions", "tables"} <= set(meta) and names <= known
 
 
 def _versions() -> dict[str, str]:
@@ -97,15 +116,28 @@ def manifest(result: StudyResult) -> dict:
     }
 
 
-def write_figures(tables: dict[str, pd.DataFrame], folder) -> None:
-    """Draw the study figures from the tables alone into ``folder``."""
+def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None) -> list[Path]:
+    """Draw the study figures from the tables alone into ``folder``.
+
+    Returns the written paths: none when no run succeeded (nothing to draw).
+    """
     folder = Path(folder)
-    if not len(tables["heatmaps"]) and not len(tables["profiles"]):
-        raise ValueError("no run of this study succeeded: there is nothing to draw (see summary.csv)")
+    written = []
     if len(tables["heatmaps"]):
-        save_figure(plot_similarity_heatmaps(tables["heatmaps"]), folder / FIGURES[0])
+        save_figure(plot_similarity_heatmaps(tables["heatmaps"], title=title), folder / FIGURES[0])
+        written.append(folder / FIGURES[0])
     if len(tables["profiles"]):
-        save_figure(plot_decay_curves(tables["profiles"]), folder / FIGURES[1])
+        save_figure(plot_decay_curves(tables["profiles"], title=title), folder / FIGURES[1])
+        written.append(folder / FIGURES[1])
+    return written
+
+
+def figure_title(summary: pd.DataFrame) -> str | None:
+    """"study: n positions, distances up to max_distance" from the summary table."""
+    if not len(summary):
+        return None
+    first = summary.iloc[0]
+    return f"{first['study']}: {first['n_positions']} positions, distances up to {first['max_distance']}"
 
 
 def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
@@ -126,7 +158,8 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
     Raises
     ------
     ResultsExistError
-        ``out`` exists and ``overwrite`` is False. Nothing is written.
+        ``out`` exists and ``overwrite`` is False, or it is not a poslab
+        results folder (see :func:`check_writable`). Nothing is written.
     """
     out = check_writable(out, overwrite=overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -138,20 +171,25 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
         tables = result.tables()
         for name, frame in tables.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
-        write_figures(tables, tmp)
+        write_figures(tables, tmp, title=figure_title(tables["summary"]))
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2, default=str) + "\n")
+        check_writable(out, overwrite=overwrite)  # again: the folder may have appeared meanwhile
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
             try:
-                os.replace(tmp, out)
-            except BaseException:
-                os.replace(old / out.name, out)  # put the previous result back
-                raise
+                os.replace(out, old / out.name)
+                try:
+                    os.replace(tmp, out)
+                except BaseException:
+                    os.replace(old / out.name, out)  # put the previous result back
+                    raise
             finally:
                 shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, out)
+            try:
+                os.rename(tmp, out)  # fails if a non-empty folder appeared since the check
+            except OSError as exc:
+                raise ResultsExistError(f"results folder {out} appeared while writing; nothing was replaced") from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -170,6 +208,8 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
     ------
     FileNotFoundError
         ``folder`` is not a poslab results folder.
+    ValueError
+        A table cannot be parsed or lacks its key columns.
     """
     folder = Path(folder)
     if not (folder / "manifest.json").is_file():
@@ -179,7 +219,14 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         raise FileNotFoundError(f"results folder {folder} lacks {', '.join(missing)}; run the study again")
     out = {}
     for name in TABLES:
-        frame = pd.read_csv(folder / f"{name}.csv", low_memory=False)
+        path = folder / f"{name}.csv"
+        try:
+            frame = pd.read_csv(path, low_memory=False)
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}; run the study again") from None
+        lacking = [c for c in _REQUIRED_COLUMNS[name] if c not in frame.columns]
+        if lacking and len(frame):  # a study whose runs all failed has empty tables
+            raise ValueError(f"{path} lacks column(s) {', '.join(lacking)}; it is not a poslab table. Run the study again")
         for col in frame.columns:
             if col == "seed" or (name == "bands" and col == "width") or (
                 name == "summary" and (col == "table_dim" or col.startswith("band_width_"))

@@ -14,7 +14,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..analysis import InvalidPositionsWarning, band_metrics, block_similarity, fit_decay, similarity_profile
+from ..analysis import (
+    BandMetrics,
+    BlockSimilarity,
+    DecayFits,
+    InvalidPositionsWarning,
+    SimilarityProfile,
+    band_metrics,
+    block_similarity,
+    fit_decay,
+    similarity_profile,
+)
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
@@ -27,10 +37,10 @@ TABLES = ("summary", "profiles", "decay_metrics", "bands", "heatmaps")
 class RunAnalysis:
     """Everything the pipeline measures on one table."""
 
-    profile: object
-    bands: object
-    fits: object
-    blocks: object
+    profile: SimilarityProfile
+    bands: BandMetrics
+    fits: DecayFits
+    blocks: BlockSimilarity
     table_dim: int
 
 
@@ -124,13 +134,19 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     t0 = time.perf_counter()
     row = dict(keys, n_positions=spec.n_positions, max_distance=spec.max_distance, table_dim=pd.NA,
                center=spec.analysis.center, status="ok", message="")
+    name = run.label if run.seed is None else f"{run.label} seed {run.seed}"
     try:
-        rng = np.random.default_rng(run.seed) if run.seed is not None else None
-        table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
-        result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rng = np.random.default_rng(run.seed) if run.seed is not None else None
+            table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
+            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
     except Exception as exc:  # a failed run is a row, not a crash
         row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return {"summary": pd.DataFrame([row])}
+    finally:
+        for w in caught:  # say which run a warning comes from
+            warnings.warn(f"{name}: {w.message}", w.category, stacklevel=2)
     prof = result.profile.to_frame()
     fitted = result.fits.predict(prof["distance"].to_numpy())
     prof["fitted_similarity"] = np.where(prof["distance"] >= spec.analysis.fit_min_distance, fitted, np.nan)

@@ -161,6 +161,7 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
             out.append(make_encoding(kind, **combo))
         except (KeyError, TypeError, ValueError) as exc:
             msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+            msg = msg.removeprefix(f"{kind}: ")  # the entry already names the kind
             raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {msg}") from None
     return out
 
@@ -181,8 +182,11 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
         if key not in data:
             raise StudyError(f"{where}: missing required key {key!r}")
     name = data["name"]
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise StudyError(f"{where}: name must be a folder-safe string of letters, digits, '_', '.', '-', got {name!r}")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise StudyError(
+            f"{where}: name must be a folder name starting with a letter or digit, then letters, digits, "
+            f"'_', '.', '-'; got {name!r}"
+        )
     n_positions = _int(data["n_positions"], "n_positions", where, 2)
     dim = _int(data["dim"], "dim", where, 1)
     seeds = data.get("seeds", [0])
@@ -198,7 +202,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
         if "heatmap_bins" in data.get("analysis", {}):
             raise StudyError(f"{where}: [analysis] heatmap_bins = {analysis.heatmap_bins} exceeds n_positions = {n_positions}")
         analysis = dataclasses.replace(analysis, heatmap_bins=n_positions)  # the default, capped: recorded as used
-    if analysis.fit_min_distance >= max_distance:
+    if "fit_min_distance" in data.get("analysis", {}) and analysis.fit_min_distance >= max_distance:
         raise StudyError(f"{where}: [analysis] fit_min_distance must be < max_distance = {max_distance}")
     entries = data["encodings"]
     if not isinstance(entries, list) or not entries:
@@ -208,7 +212,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
         for enc in _expand(entry, index, where):
             try:
                 enc.check_size(n_positions, dim)
-            except (ValueError, OSError, KeyError) as exc:
+            except Exception as exc:  # any failure to produce the table is this entry's fault
                 msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
             if any(e.label == enc.label for e in encodings):
@@ -245,7 +249,7 @@ def load_study(path) -> StudySpec:
     if not path.is_file():
         raise FileNotFoundError(f"no study file {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is allowed
     except UnicodeDecodeError as exc:
         raise StudyError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte {exc.start}); a study file is TOML") from None
     try:
