@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_positive_int
-from .similarity import unit_rows
+from .similarity import UnitRows, unit_rows
 
 __all__ = ["BlockSimilarity", "block_similarity"]
 
@@ -64,9 +64,13 @@ def block_similarity(table, *, bins: int = 128, center: bool = False) -> BlockSi
     -------
     BlockSimilarity
     """
-    units = unit_rows(table, center=center)
+    return _block_similarity(unit_rows(table, center=center), check_positive_int(bins, "bins"))
+
+
+def _block_similarity(units: UnitRows, bins: int) -> BlockSimilarity:
+    """Computing twin of :func:`block_similarity` on checked unit rows."""
     n = len(units.vectors)
-    bins = min(check_positive_int(bins, "bins"), n)
+    bins = min(bins, n)
     edges = np.linspace(0, n, bins + 1).astype(np.int64)
     sums = np.add.reduceat(units.vectors, edges[:-1], axis=0)
     sizes = np.add.reduceat(units.valid.astype(float), edges[:-1])

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_positive_int
-from .similarity import unit_rows
+from .similarity import UnitRows, unit_rows
 
 __all__ = ["SimilarityProfile", "similarity_profile"]
 
@@ -91,11 +91,17 @@ def similarity_profile(table, *, max_distance: int | None = None, center: bool =
         Bad ``max_distance``; invalid rows with ``invalid="raise"``.
     """
     units = unit_rows(table, center=center, invalid=invalid)
-    u, valid = units.vectors, units.valid
-    n = len(u)
+    n = len(units.vectors)
     max_distance = n - 1 if max_distance is None else check_positive_int(max_distance, "max_distance", minimum=0)
     if max_distance >= n:
         raise ValueError(f"max_distance must be < n_positions = {n}, got {max_distance}")
+    return _similarity_profile(units, max_distance)
+
+
+def _similarity_profile(units: UnitRows, max_distance: int) -> SimilarityProfile:
+    """Computing twin of :func:`similarity_profile` on checked unit rows."""
+    u, valid = units.vectors, units.valid
+    n = len(u)
     size = max_distance + 1
     count = np.zeros(size)
     mean = np.zeros(size)

@@ -47,7 +47,7 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
     """Refuse an existing results folder unless ``overwrite`` (call before any work).
 
     Even with ``overwrite`` only an empty folder or a poslab results folder
-    (one holding ``manifest.json``) is replaced, never the working folder or
+    (a poslab ``manifest.json`` and nothing but poslab's files) is replaced, never the working folder or
     one of its parents.
 
     Raises

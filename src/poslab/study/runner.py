@@ -14,17 +14,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..analysis import (
-    BandMetrics,
-    BlockSimilarity,
-    DecayFits,
-    InvalidPositionsWarning,
-    SimilarityProfile,
-    band_metrics,
-    block_similarity,
-    fit_decay,
-    similarity_profile,
-)
+from ..analysis import BandMetrics, BlockSimilarity, DecayFits, SimilarityProfile, band_metrics, fit_decay, unit_rows
+from ..analysis.heatmap import _block_similarity
+from ..analysis.profile import _similarity_profile
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
@@ -58,7 +50,10 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
     -------
     RunAnalysis
     """
-    profile = similarity_profile(table, max_distance=max_distance, center=options.center)
+    units = unit_rows(table, center=options.center)  # normalised (and excluded positions reported) once
+    if not 0 <= max_distance < len(units.vectors):
+        raise ValueError(f"max_distance must be in [0, {len(units.vectors)}), got {max_distance}")
+    profile = _similarity_profile(units, max_distance)
     bands = band_metrics(profile, options.thresholds)
     use = profile.distance >= options.fit_min_distance
     fits = fit_decay(
@@ -68,9 +63,7 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         std=profile.std_similarity[use],
         models=options.models,
     )
-    with warnings.catch_warnings():  # excluded positions were already reported by the profile
-        warnings.simplefilter("ignore", InvalidPositionsWarning)
-        blocks = block_similarity(table, bins=options.heatmap_bins, center=options.center)
+    blocks = _block_similarity(units, options.heatmap_bins)
     return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]))
 
 
