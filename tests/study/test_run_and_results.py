@@ -255,3 +255,39 @@ def test_garbage_tables_are_named_when_read_back(study, tmp_path):
     (copy / "profiles.csv").write_text("this,is\nnot,a table\n")
     with pytest.raises(ValueError, match="profiles.csv lacks column"):
         read_results(copy)
+
+
+def test_encodings_add_summary_columns_and_tables(tmp_path):
+    """run_info columns land in summary; run_tables become their own CSV, read back."""
+    import dataclasses
+
+    from poslab.encodings import Encoding
+    from poslab.encodings.registry import _REGISTRY
+
+    @dataclasses.dataclass(frozen=True)
+    class Ramp(Encoding):
+        kind = "test_ramp_extra"
+
+        def _generate(self, n_positions, dim, rng):
+            return np.cos(np.outer(np.arange(n_positions), np.arange(1, dim + 1) / dim))
+
+        def run_info(self, n_positions):
+            return {"analysed_length": n_positions}
+
+        def run_tables(self, table, n_positions):
+            return {"column_norms": pd.DataFrame({"column": np.arange(table.shape[1]),
+                                                  "norm": np.linalg.norm(table, axis=0)})}
+
+    _REGISTRY[Ramp.kind] = Ramp
+    try:
+        (tmp_path / "s.toml").write_text('name = "x"\nn_positions = 64\ndim = 8\n[[encodings]]\nkind = "test_ramp_extra"\n')
+        result = run_study(load_study(tmp_path / "s.toml"), progress=False)
+        assert result.summary["analysed_length"].tolist() == [64]
+        norms = result.column_norms
+        assert list(norms["column"]) == list(range(8)) and (norms["label"] == "test_ramp_extra").all()
+        out = write_results(result, tmp_path / "out")
+        back = read_results(out)
+        np.testing.assert_allclose(back["column_norms"]["norm"], norms["norm"])
+        write_results(result, out, overwrite=True)  # a folder with the extra table is still ours to replace
+    finally:
+        del _REGISTRY[Ramp.kind]

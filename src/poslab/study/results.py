@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import __version__
-from ..plots import plot_decay_curves, plot_similarity_heatmaps, save_figure
+from ..plots import STUDY_FIGURES, save_figure
 from .runner import TABLES, StudyResult
 
 __all__ = ["ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
@@ -35,7 +35,7 @@ _REQUIRED_COLUMNS = {
     "bands": (*_KEYS, "threshold", "width"),
     "heatmaps": (*_KEYS, "row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
 }
-FIGURES = ("similarity_heatmaps.png", "decay_curves.png")
+FIGURES = tuple(STUDY_FIGURES)
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
 
 
@@ -78,8 +78,11 @@ def _is_results_folder(folder: Path) -> bool:
         names = {p.name for p in folder.iterdir()}
     except (OSError, ValueError):
         return False
-    known = {f"{t}.csv" for t in TABLES} | set(FIGURES) | {"manifest.json"}
-    return isinstance(meta, dict) and {"study", "versions", "tables"} <= set(meta) and names <= known
+    if not (isinstance(meta, dict) and {"study", "versions", "tables"} <= set(meta)):
+        return False
+    listed = [str(n) for n in (meta.get("tables") or []) + (meta.get("figures") or []) if isinstance(n, str)]
+    known = {f"{t}.csv" for t in TABLES} | set(FIGURES) | set(listed) | {"manifest.json"}
+    return names <= known
 
 
 def _versions() -> dict[str, str]:
@@ -92,7 +95,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def manifest(result: StudyResult) -> dict:
+def manifest(result: StudyResult, written_figures: list[str] | None = None) -> dict:
     """What ``manifest.json`` records: study file, versions, platform, seeds, timings."""
     spec = result.spec
     return {
@@ -111,8 +114,8 @@ def manifest(result: StudyResult) -> dict:
         "failed_runs": result.summary.loc[result.summary["status"] != "ok", ["label", "seed", "message"]]
         .astype(object).where(lambda f: f.notna(), None).to_dict("records"),
         "timings_seconds": result.timings,
-        "tables": [f"{t}.csv" for t in TABLES],
-        "figures": list(FIGURES),
+        "tables": [f"{t}.csv" for t in result.tables()],
+        "figures": written_figures or [],
     }
 
 
@@ -123,12 +126,11 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     """
     folder = Path(folder)
     written = []
-    if len(tables["heatmaps"]):
-        save_figure(plot_similarity_heatmaps(tables["heatmaps"], title=title), folder / FIGURES[0])
-        written.append(folder / FIGURES[0])
-    if len(tables["profiles"]):
-        save_figure(plot_decay_curves(tables["profiles"], title=title), folder / FIGURES[1])
-        written.append(folder / FIGURES[1])
+    for filename, draw in STUDY_FIGURES.items():
+        fig = draw(tables, title)
+        if fig is not None:
+            save_figure(fig, folder / filename)
+            written.append(folder / filename)
     return written
 
 
@@ -171,8 +173,9 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
         tables = result.tables()
         for name, frame in tables.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
-        write_figures(tables, tmp, title=figure_title(tables["summary"]))
-        (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2, default=str) + "\n")
+        figures = write_figures(tables, tmp, title=figure_title(tables["summary"]))
+        meta = manifest(result, [p.name for p in figures])
+        (tmp / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         check_writable(out, overwrite=overwrite)  # again: the folder may have appeared meanwhile
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
@@ -217,14 +220,20 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
     missing = [f"{name}.csv" for name in TABLES if not (folder / f"{name}.csv").is_file()]
     if missing:
         raise FileNotFoundError(f"results folder {folder} lacks {', '.join(missing)}; run the study again")
+    try:
+        listed = json.loads((folder / "manifest.json").read_text()).get("tables") or []
+    except (OSError, ValueError, AttributeError):
+        listed = []
+    extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES
+             and (folder / Path(n).name).is_file()]
     out = {}
-    for name in TABLES:
+    for name in (*TABLES, *extra):
         path = folder / f"{name}.csv"
         try:
             frame = pd.read_csv(path, low_memory=False)
         except (ValueError, pd.errors.ParserError) as exc:
             raise ValueError(f"cannot read {path}: {exc}; run the study again") from None
-        lacking = [c for c in _REQUIRED_COLUMNS[name] if c not in frame.columns]
+        lacking = [c for c in _REQUIRED_COLUMNS.get(name, _KEYS) if c not in frame.columns]
         if lacking and len(frame):  # a study whose runs all failed has empty tables
             raise ValueError(f"{path} lacks column(s) {', '.join(lacking)}; it is not a poslab table. Run the study again")
         for col in frame.columns:

@@ -73,22 +73,29 @@ class StudyResult:
 
     Attributes
     ----------
-    summary, profiles, decay_metrics, bands, heatmaps : pandas.DataFrame
+    spec : StudySpec
+    frames : dict of pandas.DataFrame
+        Every table by name: the common ones (:data:`TABLES`: ``summary``,
+        ``profiles``, ``decay_metrics``, ``bands``, ``heatmaps``, also
+        reachable as attributes) and those runs add (e.g. ``inv_freq``).
         See the README for every column.
     timings : dict
         Seconds per run label/seed and in total.
     """
 
     spec: StudySpec
-    summary: pd.DataFrame
-    profiles: pd.DataFrame
-    decay_metrics: pd.DataFrame
-    bands: pd.DataFrame
-    heatmaps: pd.DataFrame
+    frames: dict
     timings: dict
 
+    def __getattr__(self, name):
+        frames = self.__dict__.get("frames", {})
+        if name in frames:
+            return frames[name]
+        raise AttributeError(name)
+
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {name: getattr(self, name) for name in TABLES}
+        """Tables to write: the common ones always, the others when they have rows."""
+        return {name: frame for name, frame in self.frames.items() if name in TABLES or len(frame)}
 
 
 def _band_column(threshold: float) -> str:
@@ -134,6 +141,8 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
             rng = np.random.default_rng(run.seed) if run.seed is not None else None
             table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
             result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
+            extra_info = run.encoding.run_info(spec.n_positions)
+            extra_tables = run.encoding.run_tables(table, spec.n_positions)
     except Exception as exc:  # a failed run is a row, not a crash
         row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return {"summary": pd.DataFrame([row])}
@@ -154,6 +163,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     if selected is None:
         row["message"] = "no decay model fitted: " + ", ".join(sorted({f.status for f in result.fits.fits}))
     row.update({_band_column(t): w for t, w in zip(band["threshold"], band["width"])})
+    row.update(extra_info)
     row["seconds"] = time.perf_counter() - t0
     short = {k: keys[k] for k in ("study", "label", "kind", "seed")}  # heatmaps are large: parameters are in summary
     return {
@@ -162,6 +172,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
         "decay_metrics": _with_keys(result.fits.to_frame(), keys),
         "bands": _with_keys(band, keys),
         "heatmaps": _with_keys(result.blocks.to_frame(), short),
+        **{name: _with_keys(frame, keys) for name, frame in extra_tables.items()},
     }
 
 
@@ -191,7 +202,7 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     for run in bar:
         bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
         for name, frame in execute_run(spec, run, param_names).items():
-            collected[name].append(frame)
+            collected.setdefault(name, []).append(frame)
         timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
             collected["summary"][-1]["seconds"].iloc[0])
     bar.close()
@@ -201,4 +212,4 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     for col in tables["summary"].columns:
         if col.startswith("band_width_"):
             tables["summary"][col] = tables["summary"][col].astype("Int64")
-    return StudyResult(spec=spec, timings=timings, **tables)
+    return StudyResult(spec=spec, frames=tables, timings=timings)

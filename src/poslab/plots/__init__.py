@@ -1,0 +1,37 @@
+"""Figures from poslab's tidy tables.
+
+:data:`STUDY_FIGURES` maps each study figure's file name to a function
+``(tables, title) -> Figure | None`` that draws it from the result tables
+alone (None when the tables it needs are absent or empty). A module that adds
+a table adds its figure here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .core import plot_decay_curves, plot_similarity_heatmaps, save_figure
+
+__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "STUDY_FIGURES"]
+
+
+def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
+    return name in tables and len(tables[name]) > 0
+
+
+def _heatmaps(tables, title):
+    return plot_similarity_heatmaps(tables["heatmaps"], title=title) if _nonempty(tables, "heatmaps") else None
+
+
+def _decay(tables, title):
+    return plot_decay_curves(tables["profiles"], title=title) if _nonempty(tables, "profiles") else None
+
+
+#: file name -> function(tables, title) returning a Figure, or None to skip.
+STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {
+    "similarity_heatmaps.png": _heatmaps,
+    "decay_curves.png": _decay,
+}
