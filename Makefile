@@ -10,7 +10,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 .stamp-install: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+# The tests also cover the optional extras: Dask executor and torch training.
+.stamp-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,train]'
 	touch $@
 
 ## study: run the default study (results/compare_encodings/), replacing an earlier result
@@ -18,8 +23,8 @@ study: .stamp-install
 	$(BIN)/poslab run --overwrite
 
 ## test: run the test suite
-test: .stamp-install
+test: .stamp-test
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .stamp-install
+	rm -rf $(VENV) .stamp-install .stamp-test

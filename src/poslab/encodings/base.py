@@ -101,11 +101,15 @@ class Encoding:
     keeps_own_dim : bool
         True if the table width is a property of the encoding (a learned
         table, a rotary table of ``rotary_dim``) rather than the study's ``dim``.
+    path_params : tuple of str
+        Parameters holding file or folder paths: in a study file, relative
+        paths that exist beside the study file are resolved against it.
     """
 
     kind: ClassVar[str] = ""
     stochastic: ClassVar[bool] = False
     keeps_own_dim: ClassVar[bool] = False
+    path_params: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))

@@ -78,6 +78,7 @@ class Learned(Encoding):
     """
 
     kind = "learned"
+    path_params = ("source",)
     keeps_own_dim = True
 
     source: str

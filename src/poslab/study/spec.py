@@ -36,6 +36,7 @@ from typing import Any
 from ..analysis.bands import DEFAULT_THRESHOLDS
 from ..analysis.decay import DECAY_MODELS
 from ..encodings import Encoding, make_encoding
+from ..encodings.registry import get_encoding_class
 
 __all__ = ["StudyError", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
 
@@ -231,12 +232,24 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
     )
 
 
+def _beside(value, folder: Path):
+    """A relative path that exists in ``folder``, recorded relative to the working folder; else unchanged."""
+    if isinstance(value, list):
+        return [_beside(v, folder) for v in value]
+    if isinstance(value, str) and value and not Path(value).is_absolute() and (folder / value).exists():
+        resolved = (folder / value).resolve()
+        cwd = Path.cwd().resolve()
+        return str(resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved)
+    return value
+
+
 def load_study(path) -> StudySpec:
     """Read and validate a TOML study file.
 
-    Relative ``source`` paths of learned tables are resolved against the
-    study file's folder when they exist there, and recorded relative to the
-    working folder (absolute if the file lies outside it).
+    Relative paths in path parameters (``Encoding.path_params``, e.g. a
+    learned ``source``) are resolved against the study file's folder when
+    they exist there, and recorded relative to the working folder (absolute
+    if the file lies outside it).
 
     Raises
     ------
@@ -257,10 +270,11 @@ def load_study(path) -> StudySpec:
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
     for entry in data.get("encodings", []) if isinstance(data.get("encodings"), list) else []:
-        src = entry.get("source") if isinstance(entry, dict) else None
-        if isinstance(src, str) and not Path(src).is_absolute() and (path.parent / src).is_file():
-            # relative to the study file; recorded relative to the working folder when below it
-            resolved = (path.parent / src).resolve()
-            cwd = Path.cwd().resolve()
-            entry["source"] = str(resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved)
+        try:
+            names = get_encoding_class(entry["kind"]).path_params
+        except (TypeError, KeyError, ValueError):
+            continue  # parse_study reports a missing or unknown kind
+        for name in names:
+            if name in entry:
+                entry[name] = _beside(entry[name], path.parent)
     return parse_study(data, source=str(path), text=text)
