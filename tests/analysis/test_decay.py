@@ -26,12 +26,12 @@ GRIDS = {
     "step8": (np.arange(4, 4096, 8, dtype=float), 8),
     "irregular": (np.concatenate([np.arange(1, 256.0), np.arange(256, 1024.0, 8)]), 1),
 }
+PARAMS = ["amplitude", "length", "asymptote", "sigma", "exponent", "stretch", "period"]
 ALL_COLUMNS = [
-    "model", "status", "message",
-    "amplitude", "amplitude_se", "length", "length_se", "asymptote", "asymptote_se",
-    "sigma", "sigma_se", "exponent", "exponent_se", "stretch", "stretch_se",
-    "period", "period_se",
-    "r2", "rmse", "aic", "bic", "decay_length", "n_points", "selected",
+    "target", "model", "status", "message",
+    *(c for p in PARAMS for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")),
+    "r2", "rmse", "aic", "aicc", "bic", "akaike_weight", "decay_length", "decay_length_se",
+    "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "selected",
 ]
 
 
@@ -221,7 +221,10 @@ def test_to_frame_columns_and_selection():
     assert frame["selected"].sum() == 1
     ok = frame[frame["status"] == "ok"]
     chosen = frame[frame["selected"]].iloc[0]
-    assert chosen["status"] == "ok" and chosen["aic"] == ok["aic"].min()
+    # deliberate change: selection by AICc (was AIC); Akaike weights sum to 1 over ok fits
+    assert chosen["status"] == "ok" and chosen["aicc"] == ok["aicc"].min()
+    assert ok["akaike_weight"].sum() == pytest.approx(1.0) and chosen["akaike_weight"] == ok["akaike_weight"].max()
+    assert (frame["target"] == "profile").all()
     assert chosen["model"] == fits.selected.model
     assert np.isnan(frame.set_index("model").loc["exponential", "sigma"])
     assert frame.set_index("model").loc["gaussian", "sigma"] == fits.fits[1].params["sigma"]
@@ -230,9 +233,9 @@ def test_to_frame_columns_and_selection():
 def test_to_frame_subset_uses_first_seen_parameter_order():
     d, y, _ = synthetic("gaussian", "unit")
     frame = fit_decay(d, y, models=["gaussian", "exponential"]).to_frame()
-    expected = ["amplitude", "amplitude_se", "sigma", "sigma_se", "asymptote", "asymptote_se"]
-    assert list(frame.columns[3:9]) == expected
-    assert list(frame.columns[9:11]) == ["length", "length_se"]
+    expected = [c for p in ("amplitude", "sigma", "asymptote", "length") for c in (p, f"{p}_se", f"{p}_ci_low",
+                                                                                   f"{p}_ci_high")]
+    assert list(frame.columns[4:20]) == expected
 
 
 def test_predict_uses_selected_model():
@@ -262,7 +265,8 @@ def test_nonfinite_and_unpaired_points_are_masked():
     n_pairs = 1024 - d
     n_pairs[20] = 0
     fit = fit_decay(d, y, n_pairs=n_pairs, models=["exponential"]).fits[0]
-    assert fit.status == "ok" and fit.n_points == d.size - 3
+    # deliberate change: distances with fewer than 2 pairs are dropped too (n_pairs = 1 at d = 1023)
+    assert fit.status == "ok" and fit.n_points == d.size - 4
     assert fit.params["length"] == pytest.approx(true["length"], rel=0.03)
 
 

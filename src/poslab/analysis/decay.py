@@ -19,35 +19,90 @@ root of exp(-d / length) * cos(2 pi d / period) = 1/e, which lies below
 min(length, period / 4) (so an undamped oscillation still decorrelates at its
 first quarter period, and encodings compare on the same footing).
 
-Goodness of fit
----------------
+Weights
+-------
+Each point is the mean of ``n_pairs`` similarities with standard deviation
+``std``; its standard error of the mean, used as curve_fit's ``sigma``, is ::
+
+    se = max(std, floor) / sqrt(n_pairs),   floor = max(0.1 * pooled, 1e-6)
+
+with ``pooled = sqrt(sum(n_pairs * std**2) / sum(n_pairs))`` the pooled
+per-pair standard deviation (cosine-similarity units). The floor caps the
+weight a point can gain from a small std at 100 times that of a point with
+the pooled std: a std from a handful of pairs, or from an exactly
+translation-invariant table (sinusoidal, RoPE: std ~ 1e-16), would otherwise
+get an unbounded weight. Distances with fewer than 2 pairs are dropped (their
+std is 0 or a single difference). Without ``std`` the weights are
+``n_pairs``; without both, uniform. ``absolute_sigma=False``: only relative
+weights matter and the covariance is scaled by the reduced chi^2. The SEM
+treats the pairs at one distance as independent, which they are not
+(neighbouring pairs share positions), so the covariance-based intervals are
+too narrow for real profiles; :mod:`poslab.analysis.bootstrap` gives
+intervals that account for it.
+
+Goodness of fit and model selection
+-----------------------------------
 Over the N points used, with residuals r = y - f(d), k model parameters and
-weights w = n_pairs / mean(n_pairs) (all 1 without ``n_pairs``)::
+weights w = (1 / se**2) / mean(1 / se**2)::
 
     r2   = 1 - sum(r**2) / sum((y - mean(y))**2)      (unweighted)
     rmse = sqrt(mean(r**2))                            (unweighted)
     aic  = N * ln(RSS_w / N) + 2 * k,  RSS_w = sum(w * r**2)
+    aicc = aic + 2 * k * (k + 1) / (N - k - 1)         (Hurvich & Tsai 1989)
     bic  = N * ln(RSS_w / N) + k * ln(N)
+    akaike_weight = exp(-delta / 2) / sum(exp(-delta / 2)),  delta = aicc - min(aicc)
+
+over the ``ok`` fits of one target (Burnham & Anderson 2002, §2.9); the ``ok``
+fit with the lowest AICc is ``selected``.
+
+Confidence intervals
+--------------------
+``<param>_ci_low`` / ``<param>_ci_high`` are Wald intervals at ``level``
+(default 0.95): value -/+ t_{(1 + level) / 2, N - k} * se, se from the
+covariance. ``decay_length_se`` propagates the covariance through the decay
+length (delta method, central differences). Same caveat as above: these
+assume independent residuals.
+
+Envelope target
+---------------
+An oscillating profile (sinusoidal, RoPE, GPT-2's helix) is also fitted on
+its upper envelope (``target="envelope"``): the running maximum from the
+right, M(d) = max_{d' >= d} y(d'), the smallest non-increasing curve on or
+above the profile (:func:`upper_envelope`). The fit uses the distances where
+the profile touches it, y(d) = M(d), i.e. where the profile exceeds every
+value farther out: no interpolated points are invented. For a non-increasing
+profile the envelope is the profile itself.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import fft, optimize, stats
 
-__all__ = ["DecayModel", "DecayFit", "DecayFits", "DECAY_MODELS", "fit_decay"]
+__all__ = ["DecayModel", "DecayFit", "DecayFits", "DECAY_MODELS", "fit_decay", "fit_weights", "upper_envelope",
+           "oscillates"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
 #: A model must lower the AIC by this much against a constant (no decay) to be reported;
 #: ΔAIC > 10 means "essentially no support" for the worse model (Burnham & Anderson,
 #: Model Selection and Multimodel Inference, 2nd ed., 2002, §2.6).
 MIN_AIC_GAIN = 10.0
+#: Default level of the parameter confidence intervals.
+CI_LEVEL = 0.95
+#: The std floor, as a fraction of the pooled per-pair std (see "Weights").
+STD_FLOOR_FRACTION = 0.1
+#: Absolute std floor, in cosine-similarity units.
+STD_FLOOR_ABSOLUTE = 1e-6
+#: A profile oscillates when it rises back by more than this fraction of its range.
+OSCILLATION_MIN_DEPTH = 0.05
+#: Parameters that are positive scales: a relative standard error above 1 makes them not identifiable.
+_SCALE_PARAMS = ("amplitude", "length", "sigma", "period", "exponent", "stretch")
 
 
 def _information_criteria(rss_w: float, n_points: int, k: int) -> tuple[float, float]:
@@ -204,14 +259,17 @@ positions). ``damped_cosine`` has zero phase (cos = 1 at d = 0)."""
 
 @dataclass(frozen=True)
 class DecayFit:
-    """Summary of one model fitted to one profile.
+    """Summary of one model fitted to one profile (or its upper envelope).
 
     ``status`` is ``"ok"`` or says why there are no numbers: ``"too_few_points"``,
     ``"flat"``, ``"rising"``, ``"not_converged"``, ``"not_identifiable"``,
     ``"at_bound"`` (a parameter pinned on its bound), ``"out_of_range"`` (decay
     length outside the fitted distances), ``"no_better_than_constant"`` or
     ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
-    ``stderr``, goodness of fit and ``decay_length`` (positions) are NaN.
+    ``stderr``, intervals, goodness of fit and ``decay_length`` (positions) are NaN.
+    ``ci`` maps each parameter to its (low, high) Wald interval at ``ci_level``;
+    ``sigma`` holds the per-point standard errors used as weights (shape
+    (n_points,), None without n_pairs), for refits on resampled profiles.
     """
 
     model: str
@@ -226,13 +284,29 @@ class DecayFit:
     decay_length: float
     n_points: int
     selected: bool = False
+    target: str = "profile"
+    aicc: float = math.nan
+    akaike_weight: float = math.nan
+    ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    decay_length_se: float = math.nan
+    decay_length_ci: tuple[float, float] = (math.nan, math.nan)
+    ci_level: float = CI_LEVEL
 
 
 @dataclass(frozen=True)
 class DecayFits:
-    """All model fits of one profile; the ok fit with the lowest AIC is selected."""
+    """All model fits of one profile and one target; the ok fit with the lowest AICc is selected.
+
+    ``distance``, ``similarity`` and ``sigma`` are the points actually fitted
+    (after masking, sorting and, for the envelope, keeping the touch points),
+    arrays of shape (n_points,); ``sigma`` is None when unweighted.
+    """
 
     fits: tuple[DecayFit, ...]
+    target: str = "profile"
+    distance: np.ndarray | None = None
+    similarity: np.ndarray | None = None
+    sigma: np.ndarray | None = None
 
     @property
     def selected(self) -> DecayFit | None:
@@ -250,23 +324,91 @@ class DecayFits:
             return np.asarray(model.function(d, *(best.params[p] for p in model.param_names)), float)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per model: model, status, message, ``<param>`` and ``<param>_se``
-        for the union of parameter names (first-seen order; NaN where a model lacks
-        one), r2, rmse, aic, bic, decay_length (positions), n_points, selected."""
+        """One row per model: target, model, status, message, then for the union of
+        parameter names (first-seen order; NaN where a model lacks one) ``<param>``,
+        ``<param>_se``, ``<param>_ci_low``, ``<param>_ci_high``; then r2, rmse, aic,
+        aicc, bic, akaike_weight, decay_length, decay_length_se,
+        decay_length_ci_low, decay_length_ci_high (positions), ci_level,
+        n_points, selected."""
         names = list(dict.fromkeys(p for f in self.fits for p in f.params))
-        tail = ["r2", "rmse", "aic", "bic", "decay_length", "n_points", "selected"]
-        columns = ["model", "status", "message", *(c for p in names for c in (p, f"{p}_se")), *tail]
+        tail = ["r2", "rmse", "aic", "aicc", "bic", "akaike_weight", "decay_length", "decay_length_se",
+                "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "selected"]
+        per_param = [c for p in names for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")]
+        columns = ["target", "model", "status", "message", *per_param, *tail]
         rows = []
         for f in self.fits:
-            row = {"model": f.model, "status": f.status, "message": f.message}
+            row = {"target": f.target, "model": f.model, "status": f.status, "message": f.message}
             for p in names:
-                row[p], row[f"{p}_se"] = f.params.get(p, np.nan), f.stderr.get(p, np.nan)
-            rows.append(row | {c: getattr(f, c) for c in tail})
+                low, high = f.ci.get(p, (math.nan, math.nan))
+                row |= {p: f.params.get(p, np.nan), f"{p}_se": f.stderr.get(p, np.nan),
+                        f"{p}_ci_low": low, f"{p}_ci_high": high}
+            row |= {"decay_length_ci_low": f.decay_length_ci[0], "decay_length_ci_high": f.decay_length_ci[1]}
+            rows.append(row | {c: getattr(f, c) for c in tail if c not in row})
         return pd.DataFrame(rows, columns=columns)
 
 
-def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None) -> DecayFits:
-    """Fit decay models to a similarity profile.
+def upper_envelope(similarity) -> tuple[np.ndarray, np.ndarray]:
+    """Upper envelope of a profile: the running maximum from the right.
+
+    Parameters
+    ----------
+    similarity : array_like of shape (n_distances,)
+        Profile values in order of increasing distance, all finite.
+
+    Returns
+    -------
+    envelope : ndarray of shape (n_distances,)
+        M[j] = max(similarity[j:]), the smallest non-increasing sequence on or
+        above the profile.
+    touches : ndarray of bool, shape (n_distances,)
+        True where similarity[j] == M[j] (the profile exceeds or equals every
+        value farther out); these are the points an envelope fit uses.
+    """
+    y = np.asarray(similarity, dtype=float)
+    envelope = np.maximum.accumulate(y[::-1])[::-1]
+    return envelope, y >= envelope
+
+
+def oscillates(similarity) -> bool:
+    """True if the profile rises back by more than OSCILLATION_MIN_DEPTH (5 %) of its range.
+
+    The depth is max(M - y) with M the :func:`upper_envelope`; finite values only.
+    """
+    y = np.asarray(similarity, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 3:
+        return False
+    envelope, _ = upper_envelope(y)
+    return bool(np.max(envelope - y) > OSCILLATION_MIN_DEPTH * np.ptp(y) > 0)
+
+
+def fit_weights(n_pairs, std) -> np.ndarray | None:
+    """Standard errors used as curve_fit ``sigma`` (see the module docstring, "Weights").
+
+    Parameters
+    ----------
+    n_pairs, std : ndarray of shape (n_points,) or None
+        Pairs behind each mean (>= 2) and their standard deviation.
+
+    Returns
+    -------
+    ndarray of shape (n_points,) or None
+        max(std, floor) / sqrt(n_pairs); 1 / sqrt(n_pairs) without std; None without n_pairs.
+    """
+    if n_pairs is None:
+        return None
+    n = np.asarray(n_pairs, dtype=float)
+    if std is None:
+        return 1.0 / np.sqrt(n)
+    s = np.asarray(std, dtype=float)
+    pooled = math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0
+    floor = max(STD_FLOOR_FRACTION * pooled, STD_FLOOR_ABSOLUTE)
+    return np.maximum(s, floor) / np.sqrt(n)
+
+
+def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, target="profile",
+              level=CI_LEVEL) -> DecayFits:
+    """Fit decay models to a similarity profile or to its upper envelope.
 
     Parameters
     ----------
@@ -276,13 +418,19 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None) -> D
     similarity : array_like of shape (n_distances,)
         Mean cosine similarity at each distance.
     n_pairs : array_like of shape (n_distances,), optional
-        Number of position pairs behind each mean. Fits are weighted with
-        relative sigma = 1 / sqrt(n_pairs) (``absolute_sigma=False``).
+        Number of position pairs behind each mean; distances with fewer than
+        2 are dropped.
     std : array_like of shape (n_distances,), optional
-        Standard deviation of the similarities at each distance; used only,
-        together with ``n_pairs``, by the flatness test.
+        Standard deviation of the similarities at each distance. With
+        ``n_pairs`` it gives the weights (standard error of the mean, with a
+        floor: module docstring, "Weights") and the flatness test.
     models : str or iterable of str, optional
         Names from :data:`DECAY_MODELS` (default: all, in registry order).
+    target : {"profile", "envelope"}
+        Fit the profile itself, or its upper envelope (:func:`upper_envelope`)
+        at the distances where the profile touches it.
+    level : float
+        Confidence level of the parameter and decay-length intervals, in (0, 1).
 
     Returns
     -------
@@ -293,46 +441,68 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None) -> D
     ------
     ValueError
         If the arrays are not 1-D of one shape, a finite distance is negative,
-        or a model name is unknown. Numerical trouble never raises: it
-        becomes a status.
+        a model name, target or level is invalid. Numerical trouble never
+        raises: it becomes a status.
 
     Notes
     -----
-    Points with NaN/inf in any given array or with n_pairs < 1 are dropped.
+    Points with NaN/inf in any given array or with n_pairs < 2 are dropped.
     Statuses, in the order they are checked: ``too_few_points`` (fewer than
     n_params + 2 points); ``flat`` (np.ptp(y) <= 1e-9 * max(1, max|y|), or,
     given std and n_pairs, reduced chi^2 of y about its weighted mean below
     1 + 3 * sqrt(2 / (N - 1)), with se = max(std, pooled, 1e-12) / sqrt(n_pairs)
-    and pooled = sqrt(sum(n_pairs * std**2) / sum(n_pairs)) over points with
-    n_pairs >= 2, so that a std from one or two pairs cannot blow up the test);
-    ``rising`` (Spearman rho > 0, p < 0.01); then per model: ``not_converged``
-    (maxfev reached), ``failed`` (any other error), ``not_identifiable`` (a
-    standard error zero, not finite or larger than the parameter's bounded
-    range), ``at_bound`` (a parameter within 1e-6 of its range's width from a
-    bound), ``not_converged`` (the result equals the guess),
-    ``not_identifiable`` (infinite decay length), ``out_of_range`` (decay
-    length outside the fitted distances: an extrapolation) and
+    and pooled = sqrt(sum(n_pairs * std**2) / sum(n_pairs)), so that a std
+    from two pairs cannot blow up the test); ``rising`` (Spearman rho > 0,
+    p < 0.01, and the mean of the first tenth of the points below that of the
+    last tenth: a decay followed by a long noisy tail is not rising); then per
+    model: ``not_converged`` (maxfev reached), ``failed`` (any other error),
+    ``not_identifiable`` (a standard error zero, not finite or larger than the
+    parameter's bounded range, or a relative standard error above 1 for a
+    positive scale parameter — amplitude, length, sigma, period, exponent,
+    stretch — or for the decay length), ``at_bound`` (a parameter within 1e-6
+    of its range's width from a bound), ``not_converged`` (the result equals
+    the guess), ``not_identifiable`` (infinite decay length), ``out_of_range``
+    (decay length outside the fitted distances: an extrapolation) and
     ``no_better_than_constant`` (AIC not at least MIN_AIC_GAIN = 10 below that
     of a constant, Burnham & Anderson 2002). Fits use curve_fit with
     ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev=MAXFEV``.
     """
+    if target not in ("profile", "envelope"):
+        raise ValueError(f"target must be 'profile' or 'envelope', got {target!r}")
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
     d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
     names = _check_models(models)
+    sigma = fit_weights(n, s)
+    shape_y, shape_n, shape_s = y, n, s
+    if target == "envelope" and d.size:
+        _, touch = upper_envelope(y)
+        d, y = d[touch], y[touch]
+        n, s, sigma = (None if a is None else a[touch] for a in (n, s, sigma))
     common = None  # (status, message) shared by all models, computed once
     fits = []
     for name in names:
         model = DECAY_MODELS[name]
         need = len(model.param_names) + 2
         if d.size < need:
-            message = (f"only {d.size} usable points (finite, n_pairs >= 1); "
+            message = (f"only {d.size} usable points (finite, n_pairs >= 2"
+                       f"{', on the envelope' if target == 'envelope' else ''}); "
                        f"the {name} model needs at least {need}")
-            fits.append(_unfit(model, "too_few_points", message, d.size))
+            fits.append(_unfit(model, "too_few_points", message, d.size, target))
             continue
-        if common is None:
-            common = _shape_status(d, y, n, s)
-        fits.append(_unfit(model, *common, d.size) if common[0] else _fit_one(model, d, y, n))
-    best = min((f for f in fits if f.status == "ok"), key=lambda f: f.aic, default=None)
-    return DecayFits(tuple(replace(f, selected=True) if f is best else f for f in fits))
+        if common is None:  # flat/rising are properties of the profile, whatever the target
+            common = _shape_status(*_check_inputs(distance, similarity, n_pairs, std)) if target == "envelope" \
+                else _shape_status(d, shape_y, shape_n, shape_s)
+        fits.append(_unfit(model, *common, d.size, target) if common[0]
+                    else _fit_one(model, d, y, sigma, target, level))
+    ok = [f for f in fits if f.status == "ok"]
+    if ok:
+        best_aicc = min(f.aicc for f in ok)
+        raw = {id(f): math.exp(-(f.aicc - best_aicc) / 2) for f in ok}
+        total = sum(raw.values())
+        best = min(ok, key=lambda f: f.aicc)
+        fits = [replace(f, akaike_weight=raw[id(f)] / total, selected=f is best) if id(f) in raw else f for f in fits]
+    return DecayFits(tuple(fits), target, d, y, sigma)
 
 
 def _check_inputs(distance, similarity, n_pairs, std):
@@ -344,7 +514,7 @@ def _check_inputs(distance, similarity, n_pairs, std):
                          + ", ".join(f"{k} {v}" for k, v in shapes.items()))
     keep = np.logical_and.reduce([np.isfinite(a) for a in arrays.values()])
     if "n_pairs" in arrays:
-        keep &= arrays["n_pairs"] >= 1
+        keep &= arrays["n_pairs"] >= 2
     if np.any(arrays["distance"][keep] < 0):
         raise ValueError(f"distance must be >= 0 (|i - j| in positions), got minimum "
                          f"{arrays['distance'][keep].min()}")
@@ -363,14 +533,15 @@ def _check_models(models):
 
 def _shape_status(d, y, n, s):
     """("flat" | "rising", message) if the profile has no decay to fit, else ("", "")."""
+    if y.size < 2:
+        return "", ""
     spread = float(np.ptp(y))
     if spread <= 1e-9 * max(1.0, float(np.abs(y).max())):
         return "flat", f"the profile is constant (spread {spread:.3g}): there is no decay to fit"
     if n is not None and s is not None:
         # floor each std at the pooled per-pair std: a std from a few pairs is too noisy
-        # (one pair gives 0, two give a Cauchy-like chi^2 term) to test against
-        several = n >= 2
-        pooled = math.sqrt(np.sum(n[several] * s[several] ** 2) / np.sum(n[several])) if several.any() else 0
+        # (two give a Cauchy-like chi^2 term) to test against
+        pooled = math.sqrt(np.sum(n * s**2) / np.sum(n))
         se = np.maximum(s, max(pooled, 1e-12)) / np.sqrt(n)
         mean = np.sum(y / se**2) / np.sum(1 / se**2)
         chi2 = float(np.sum(((y - mean) / se) ** 2) / (y.size - 1))
@@ -381,20 +552,39 @@ def _shape_status(d, y, n, s):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rho, p = stats.spearmanr(d, y)
-    if rho > 0 and p < 0.01:
-        return "rising", (f"the profile rises with distance (Spearman rho {rho:.3f}, p {p:.2g}): "
-                          "decay models do not apply")
+    tenth = max(1, y.size // 10)
+    if rho > 0 and p < 0.01 and y[:tenth].mean() < y[-tenth:].mean():
+        return "rising", (f"the profile rises with distance (Spearman rho {rho:.3f}, p {p:.2g}; the last tenth "
+                          "lies above the first): decay models do not apply")
     return "", ""
 
 
-def _unfit(model, status, message, n_points):
+def _unfit(model, status, message, n_points, target="profile", level=CI_LEVEL):
     nan = {p: math.nan for p in model.param_names}
     return DecayFit(model.name, status, message, nan, dict(nan), math.nan, math.nan, math.nan,
-                    math.nan, math.nan, int(n_points))
+                    math.nan, math.nan, int(n_points), target=target,
+                    ci={p: (math.nan, math.nan) for p in model.param_names}, ci_level=level)
 
 
-def _fit_one(model, d, y, n):
+def _decay_length_se(model, popt, pcov) -> float:
+    """Delta-method standard error of the decay length (central differences)."""
+    grad = np.zeros(popt.size)
+    for j in range(popt.size):
+        h = 1e-6 * max(abs(popt[j]), 1e-8)
+        up, down = popt.copy(), popt.copy()
+        up[j] += h
+        down[j] -= h
+        grad[j] = (model.decay_length(up) - model.decay_length(down)) / (2 * h)
+    var = float(grad @ pcov @ grad)
+    return math.sqrt(var) if var >= 0 else math.nan
+
+
+def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
     """Fit one model; every numerical failure becomes a status, never an exception."""
+
+    def unfit(status, message):
+        return _unfit(model, status, message, d.size, target, level)
+
     try:
         lower, upper = (np.asarray(b, dtype=float) for b in model.bounds(d, y))
         margin = 1e-9 * (upper - lower)
@@ -402,17 +592,21 @@ def _fit_one(model, d, y, n):
         with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
             warnings.simplefilter("always")
             popt, pcov = optimize.curve_fit(
-                model.function, d, y, p0=p0, sigma=None if n is None else 1 / np.sqrt(n),
+                model.function, d, y, p0=p0, sigma=sigma,
                 absolute_sigma=False, bounds=(lower, upper), method="trf", x_scale="jac", maxfev=MAXFEV)
             stderr = np.sqrt(np.diag(pcov))
             resid = y - model.function(d, *popt)
             length = model.decay_length(popt)
+            length_se = _decay_length_se(model, popt, pcov) if np.isfinite(length) else math.nan
     except RuntimeError as exc:
-        message = f"curve_fit did not converge within {MAXFEV} evaluations: {exc}"
-        return _unfit(model, "not_converged", message, d.size)
+        return unfit("not_converged", f"curve_fit did not converge within {MAXFEV} evaluations: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed fit is a row, not a crash
-        return _unfit(model, "failed", f"fit failed with {type(exc).__name__}: {exc}", d.size)
+        return unfit("failed", f"fit failed with {type(exc).__name__}: {exc}")
     bad = [p for p, e, lo, hi in zip(model.param_names, stderr, lower, upper) if not 0 < e <= hi - lo]
+    vague = [f"{p} ({e / abs(v):.3g})" for p, v, e in zip(model.param_names, popt, stderr)
+             if p in _SCALE_PARAMS and not e <= abs(v)]
+    if np.isfinite(length) and not length_se <= length:
+        vague.append(f"decay length ({length_se / length:.3g})")
     if any(issubclass(w.category, optimize.OptimizeWarning) for w in caught) or bad:
         why = f"the standard error of {', '.join(bad)} is" if bad else "the covariance is"
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
@@ -425,25 +619,34 @@ def _fit_one(model, d, y, n):
         problem = "not_converged", "the optimiser returned the initial guess unchanged"
     elif not (np.isfinite(length) and np.isfinite(resid).all()):
         problem = "not_identifiable", "the fitted curve does not decay within a finite distance"
+    elif vague:
+        problem = "not_identifiable", (f"relative standard error above 1 for {', '.join(vague)}: "
+                                       "the data do not determine it")
     elif not d[0] <= length <= d[-1]:
         problem = "out_of_range", (f"the decay length {length:.4g} lies outside the fitted distances "
                                    f"[{d[0]:.4g}, {d[-1]:.4g}]: it would be an extrapolation")
     else:
         problem = None
     if problem:
-        return _unfit(model, *problem, d.size)
+        return unfit(*problem)
     k, n_pts = len(popt), d.size
-    w = np.ones_like(y) if n is None else n / n.mean()
+    w = np.ones_like(y) if sigma is None else (1 / sigma**2) / np.mean(1 / sigma**2)
     aic, bic = _information_criteria(float(np.sum(w * resid**2)), n_pts, k)
     aic_constant, _ = _information_criteria(float(np.sum(w * (y - np.sum(w * y) / np.sum(w)) ** 2)), n_pts, 1)
     if aic > aic_constant - MIN_AIC_GAIN:
-        message = (f"AIC {aic:.4g} is not at least {MIN_AIC_GAIN:g} below that of a constant ({aic_constant:.4g}): "
-                   "the decay is not supported over no decay")
-        return _unfit(model, "no_better_than_constant", message, d.size)
+        return unfit("no_better_than_constant",
+                     f"AIC {aic:.4g} is not at least {MIN_AIC_GAIN:g} below that of a constant ({aic_constant:.4g}): "
+                     "the decay is not supported over no decay")
+    t = float(stats.t.ppf((1 + level) / 2, max(n_pts - k, 1)))
     return DecayFit(
         model.name, "ok", "", dict(zip(model.param_names, map(float, popt))),
         dict(zip(model.param_names, map(float, stderr))),
         r2=float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)),
         rmse=float(np.sqrt(np.mean(resid**2))),
         aic=aic, bic=bic,
-        decay_length=float(length), n_points=int(n_pts))
+        decay_length=float(length), n_points=int(n_pts), target=target,
+        aicc=aic + 2 * k * (k + 1) / (n_pts - k - 1) if n_pts > k + 1 else math.nan,
+        ci={p: (float(v - t * e), float(v + t * e)) for p, v, e in zip(model.param_names, popt, stderr)},
+        decay_length_se=float(length_se),
+        decay_length_ci=(float(length - t * length_se), float(length + t * length_se)),
+        ci_level=float(level))
