@@ -6,7 +6,8 @@ Reads what transformers' rotary embeddings read, by the same rules
 
 - ``rope_theta`` (default 10000), also inside ``rope_parameters`` (transformers 5),
   or ``rotary_emb_base`` (GPT-NeoX / Pythia);
-- the head width: ``head_dim``, else ``hidden_size // num_attention_heads``;
+- the head width: ``head_dim``, else ``hidden_size // num_attention_heads``
+  (DeepSeek-V2/V3: ``qk_rope_head_dim``, as transformers sets head_dim);
   times ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``); GPT-J's
   ``rotary_dim`` is taken as given;
 - the scaling dict ``rope_scaling`` (transformers 4) or ``rope_parameters``
@@ -136,7 +137,9 @@ def read_rope_config(path) -> dict:
         if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
             raise ModelConfigError(f"{where}: partial_rotary_factor must be a number in (0, 1], got {prf!r}")
         out["partial_rotary_factor"] = float(prf)
-    if cfg.get("head_dim") is not None:
+    if cfg.get("qk_rope_head_dim") is not None:  # DeepSeek-V2/V3: only this part of each head is rotated
+        out["head_dim"] = _number(cfg, "qk_rope_head_dim", where, integer=True)
+    elif cfg.get("head_dim") is not None:
         out["head_dim"] = _number(cfg, "head_dim", where, integer=True)
     elif cfg.get("hidden_size") is not None and cfg.get("num_attention_heads") is not None:
         out["head_dim"] = _number(cfg, "hidden_size", where, integer=True) // _number(

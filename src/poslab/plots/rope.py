@@ -1,0 +1,88 @@
+"""RoPE geometry from a study's ``inv_freq`` and ``rope_decay`` tables, and nothing else."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .core import _check_frame, _select_labels
+
+__all__ = ["plot_rope_geometry", "rope_figure"]
+
+_FREQ_COLUMNS = ("label", "pair", "wavelength", "scale_factor")
+_DECAY_COLUMNS = ("label", "distance", "relative_upper_bound")
+
+
+def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labels=None,
+                       panel_size=(4.6, 3.6), title=None) -> Figure:
+    """RoFormer's decay bound against distance, and each run's frequencies against pair index.
+
+    Parameters
+    ----------
+    inv_freq : DataFrame
+        One row per run x frequency pair with columns ``label``, ``pair`` (int),
+        ``wavelength`` (2π / inv_freq, positions) and ``scale_factor``
+        (reference_inv_freq / inv_freq: 1 unchanged, ``factor`` fully interpolated).
+    rope_decay : DataFrame
+        One row per run x distance with columns ``label``, ``distance`` (int,
+        positions) and ``relative_upper_bound`` (Su et al. 2021, section 3.4.3).
+    labels : list of str, optional
+        Runs to show, in this order. Default: every label of ``inv_freq``.
+    panel_size : (float, float)
+        Width and height of each of the three panels, in inches.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three axes: the bound against distance (log distance, from 1), the
+        wavelength against pair index (log), the scale factor against pair
+        index (log). One line per run; one legend to the right.
+    """
+    _check_frame(inv_freq, _FREQ_COLUMNS, "inv_freq")
+    _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
+    labels = _select_labels(inv_freq, labels, "inv_freq")
+    if len(labels) <= 10:
+        palette = [sns.color_palette("colorblind")[i] for i in (0, 3, 2, 4, 1, 5, 6, 7, 8, 9)][: len(labels)]
+    else:
+        palette = sns.color_palette("husl", len(labels))
+    w, h = panel_size
+    fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
+    ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)
+    handles = []
+    for label, colour in zip(labels, palette):
+        d = rope_decay[(rope_decay["label"] == label) & (rope_decay["distance"] >= 1)].sort_values("distance")
+        f = inv_freq[inv_freq["label"] == label].sort_values("pair")
+        ax_decay.plot(d["distance"], d["relative_upper_bound"], color=colour, lw=1.2)
+        ax_wave.plot(f["pair"], f["wavelength"], color=colour, lw=1.4)
+        ax_scale.plot(f["pair"], f["scale_factor"], color=colour, lw=1.4)
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
+    ax_decay.set_xscale("log")
+    ax_decay.set_xlabel("distance (positions)")
+    ax_decay.set_ylabel("relative upper bound  (2/d)·Σ_j |S_j|")
+    ax_decay.set_title("RoFormer long-term decay bound", fontsize=10)
+    ax_wave.set_yscale("log")
+    ax_wave.set_xlabel("frequency pair i")
+    ax_wave.set_ylabel("wavelength 2π/θ_i (positions)")
+    ax_wave.set_title("wavelengths used", fontsize=10)
+    ax_scale.set_yscale("log")
+    ax_scale.set_xlabel("frequency pair i")
+    ax_scale.set_ylabel("θ_i(default) / θ_i(used)")
+    ax_scale.set_title("scale factor per pair", fontsize=10)
+    for ax in (ax_decay, ax_wave, ax_scale):
+        ax.grid(alpha=0.25, lw=0.5, which="both")
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def rope_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
+    """The study figure ``rope_geometry.png``: None unless the study has rotary runs."""
+    if not all(name in tables and len(tables[name]) for name in ("inv_freq", "rope_decay")):
+        return None
+    return plot_rope_geometry(tables["inv_freq"], tables["rope_decay"], title=title)
