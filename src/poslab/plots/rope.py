@@ -57,7 +57,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     for label, colour in zip(labels, palette):
         d = rope_decay[(rope_decay["label"] == label) & (rope_decay["distance"] >= 1)].sort_values("distance")
         f = inv_freq[inv_freq["label"] == label].sort_values("pair")
-        ax_decay.plot(d["distance"], d["relative_upper_bound"], color=colour, lw=1.2)
+        ax_decay.plot(d["distance"], d["relative_upper_bound"], color=colour, lw=0.9, alpha=0.9)
         ax_wave.plot(f["pair"], f["wavelength"], color=colour, lw=1.4)
         ax_scale.plot(f["pair"], f["scale_factor"], color=colour, lw=1.4)
         handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
