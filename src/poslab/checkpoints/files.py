@@ -1,43 +1,95 @@
-"""Read one tensor from a ``.npy``, ``.npz`` or ``.safetensors`` file without unpickling.
+"""Read one tensor from a checkpoint file without loading the rest, and without unpickling.
 
-``.safetensors`` files are opened with the safetensors library and only the
-requested tensor is read, so a large checkpoint is never loaded whole.
-``.npy`` headers are read through a memory map.
+Formats
+-------
+``.safetensors``
+    Opened with the safetensors library (``safe_open``): only the header and
+    the requested tensor are read, so a large checkpoint is never loaded
+    whole. bfloat16 tensors, which numpy cannot hold and safetensors' numpy
+    backend therefore cannot return, are read by this module from the file's
+    header (8-byte little-endian header length, then a JSON header giving
+    each tensor's ``dtype``, ``shape`` and ``data_offsets``) and converted
+    exactly to float32 (bits << 16).
+``*.index.json``
+    A sharded checkpoint (``model.safetensors.index.json``,
+    ``pytorch_model.bin.index.json``): its ``weight_map`` names the shard
+    file holding each tensor; only that shard is opened.
+``.npy`` / ``.npz``
+    Read with ``allow_pickle=False``.
+``.bin`` / ``.pt`` / ``.pth``
+    PyTorch files, read only through ``torch.load(weights_only=True,
+    map_location="cpu", mmap=True)`` and only when torch is installed
+    (``pip install 'poslab[train]'``). Nothing else is ever unpickled.
+
+Dtypes are reported with numpy / PyTorch names (``float32``, ``bfloat16``,
+``float16``, ``int64``...).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import pickle
+import struct
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TensorInfo", "list_tensors", "load_tensor", "SUPPORTED_SUFFIXES"]
+__all__ = ["TensorInfo", "list_tensors", "load_tensor", "SUPPORTED_SUFFIXES", "FLOAT_DTYPES", "TORCH_EXTRA"]
 
-SUPPORTED_SUFFIXES = (".npy", ".npz", ".safetensors")
+TORCH_SUFFIXES = (".bin", ".pt", ".pth")
+SUPPORTED_SUFFIXES = (".npy", ".npz", ".safetensors", *TORCH_SUFFIXES, ".index.json")
+#: dtypes a position table may have (after reading: bfloat16 becomes float32 exactly).
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: how to install the optional dependency that reads PyTorch files.
+TORCH_EXTRA = "pip install 'poslab[train]'"
+
+# safetensors dtype codes -> numpy/PyTorch names
+_ST_DTYPES = {
+    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+    "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8",
+    "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8", "BOOL": "bool",
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorInfo:
-    """Name, shape and dtype of a tensor in a file (no data read)."""
+    """Name, shape and dtype of a tensor in a file (no data read).
+
+    Attributes
+    ----------
+    key : str or None
+        Tensor name (None for a ``.npy`` file or a bare saved tensor).
+    shape : tuple of int
+    dtype : str
+        numpy / PyTorch name as stored (``bfloat16``, ``float16``, ``float32``, ``int64``...).
+    file : str or None
+        The shard holding the tensor, for sharded checkpoints.
+    """
 
     key: str | None
     shape: tuple[int, ...]
     dtype: str
+    file: str | None = None
 
     def __str__(self):
         return f"{self.key if self.key is not None else '<array>'} {self.shape} {self.dtype}"
 
 
+def _suffix(path: Path) -> str:
+    return ".index.json" if path.name.endswith(".index.json") else path.suffix
+
+
 def _check_path(path) -> Path:
-    path = Path(path).expanduser()
+    path = Path(path).expanduser()  # never resolved: a cache snapshot's symlink keeps its suffix
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.suffix not in SUPPORTED_SUFFIXES:
+        raise FileNotFoundError(f"no such file: {path}" + (" (a broken symlink)" if path.is_symlink() else ""))
+    if _suffix(path) not in SUPPORTED_SUFFIXES:
         raise ValueError(
             f"cannot read {path.name}: supported formats are {', '.join(SUPPORTED_SUFFIXES)} "
-            "(PyTorch .bin/.pt files are not unpickled; convert them to .safetensors)"
+            "(PyTorch files only through torch.load(weights_only=True); nothing else is unpickled)"
         )
     return path
 
@@ -45,34 +97,184 @@ def _check_path(path) -> Path:
 def _unreadable(path, exc) -> ValueError:
     return ValueError(
         f"cannot read {path}: {str(exc).rstrip('.')}. Expected a numeric array written by numpy.save / "
-        "numpy.savez or safetensors; object (pickled) arrays are refused"
+        "numpy.savez, safetensors or torch.save; object (pickled) arrays are refused"
     )
 
 
+# ---------------------------------------------------------------- safetensors
+def _safetensors_header(path: Path) -> tuple[int, dict]:
+    """(data start in bytes, header dict) of a safetensors file, read per the format's spec."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError("file shorter than the 8-byte header length")
+        (n,) = struct.unpack("<Q", head)
+        if n > path.stat().st_size - 8:
+            raise ValueError(f"header length {n} exceeds the file size")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    return 8 + n, header
+
+
+def _read_bf16(path: Path, key: str) -> np.ndarray:
+    """A bfloat16 tensor as float32 (exact): the 16 bits are the top half of a float32."""
+    start, header = _safetensors_header(path)
+    entry = header[key]
+    begin, end = entry["data_offsets"]
+    shape = tuple(entry["shape"])
+    count = math.prod(shape)
+    if end - begin != 2 * count or start + end > path.stat().st_size:
+        raise ValueError(f"tensor {key!r}: data_offsets {begin}..{end} do not hold {count} bfloat16 values")
+    raw = np.fromfile(path, dtype="<u2", count=count, offset=start + begin)
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(shape)
+
+
+def _list_safetensors(path: Path) -> list[TensorInfo]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as f:
+        out = []
+        for k in f.keys():
+            sl = f.get_slice(k)
+            raw = sl.get_dtype()
+            out.append(TensorInfo(k, tuple(sl.get_shape()), _ST_DTYPES.get(raw, raw)))
+        return out
+
+
+def _load_safetensors(path: Path, info: TensorInfo) -> np.ndarray:
+    if info.dtype == "bfloat16":
+        return _read_bf16(path, info.key)
+    if info.dtype not in _ST_DTYPES.values():
+        raise ValueError(
+            f"cannot read {info.key!r} from {path.name}: its dtype {info.dtype} has no numpy equivalent; "
+            "save the tensor as float32 (e.g. tensor.float() before safetensors.torch.save_file)"
+        )
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as f:
+        return f.get_tensor(info.key)
+
+
+# -------------------------------------------------------------------- PyTorch
+def _import_torch(path: Path):
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"{path.name} is a PyTorch file; reading it needs torch, which is not installed: {TORCH_EXTRA} "
+            "(or convert the file to .safetensors)"
+        ) from None
+    return torch
+
+
+def _torch_state(path: Path) -> dict:
+    """Name -> tensor of a PyTorch file, loaded with weights_only=True (nested dicts flattened with '.')."""
+    torch = _import_torch(path)
+    try:
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:  # legacy (non-zip) files cannot be memory-mapped
+            if "mmap" not in str(exc):
+                raise
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(
+            f"cannot read {path}: torch.load(weights_only=True) refused it ({str(exc).splitlines()[0]}); "
+            "poslab never unpickles arbitrary objects. Save a plain state dict, or convert to .safetensors"
+        ) from None
+    except (RuntimeError, OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
+        raise _unreadable(path, exc) from None
+    if isinstance(obj, torch.Tensor):
+        return {None: obj}
+    out: dict = {}
+
+    def walk(d, prefix):
+        for k, v in d.items():
+            name = f"{prefix}{k}"
+            if isinstance(v, torch.Tensor):
+                out[name] = v
+            elif isinstance(v, dict):
+                walk(v, name + ".")
+
+    if not isinstance(obj, dict):
+        raise ValueError(f"cannot read {path}: expected a state dict or a tensor, got {type(obj).__name__}")
+    walk(obj, "")
+    return out
+
+
+def _torch_dtype(t) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _torch_numpy(t) -> np.ndarray:
+    import torch
+
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.float()  # exact
+    return np.array(t.numpy())
+
+
+# -------------------------------------------------------------------- sharded
+def _weight_map(path: Path) -> dict[str, str]:
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+        weight_map = index["weight_map"]
+        if not isinstance(weight_map, dict):
+            raise TypeError("weight_map is not a JSON object")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"cannot read {path}: not a sharded-checkpoint index ({exc}); expected JSON with a "
+            '"weight_map" object mapping tensor names to shard files'
+        ) from None
+    return weight_map
+
+
+def _shard(path: Path, filename: str) -> Path:
+    shard = path.parent / filename
+    if not shard.is_file():
+        raise FileNotFoundError(f"{path.name} names the shard {filename}, which is missing from {path.parent}")
+    return shard
+
+
+# --------------------------------------------------------------------- public
 def list_tensors(path) -> list[TensorInfo]:
     """Every tensor in ``path`` with its shape and dtype.
 
-    ``.npy`` and ``.safetensors`` data are not read (header only); ``.npz``
-    members are read, as numpy offers no header-only access to them.
+    ``.npy``, ``.safetensors`` and sharded safetensors data are not read
+    (headers only); ``.npz`` members are read, as numpy offers no header-only
+    access to them; PyTorch files are memory-mapped when torch can.
 
     Raises
     ------
     FileNotFoundError, ValueError
-        Missing file or unsupported format.
+        Missing file (or shard) or unsupported / unreadable format.
+    ImportError
+        A PyTorch file without torch installed (the message names the extra).
     """
     path = _check_path(path)
+    suffix = _suffix(path)
     try:
-        if path.suffix == ".npy":
+        if suffix == ".npy":
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
             return [TensorInfo(None, tuple(arr.shape), str(arr.dtype))]
-        if path.suffix == ".npz":
+        if suffix == ".npz":
             with np.load(path, allow_pickle=False) as npz:
                 return [TensorInfo(k, tuple(npz[k].shape), str(npz[k].dtype)) for k in npz.files]
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="np") as f:
-            return [TensorInfo(k, tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()]
+        if suffix in TORCH_SUFFIXES:
+            return [TensorInfo(k, tuple(t.shape), _torch_dtype(t)) for k, t in _torch_state(path).items()]
+        if suffix == ".index.json":
+            weight_map = _weight_map(path)
+            out = []
+            for filename in dict.fromkeys(weight_map.values()):
+                names = {k for k, v in weight_map.items() if v == filename}
+                out += [dataclasses.replace(i, file=filename) for i in list_tensors(_shard(path, filename))
+                        if i.key in names]
+            return out
+        return _list_safetensors(path)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, FileNotFoundError) or str(exc).startswith("cannot read"):
+            raise
         raise _unreadable(path, exc) from None
     except Exception as exc:  # safetensors raises its own SafetensorError for a corrupt header
         if type(exc).__name__ == "SafetensorError":
@@ -81,35 +283,45 @@ def list_tensors(path) -> list[TensorInfo]:
 
 
 def load_tensor(path, key: str | None = None) -> np.ndarray:
-    """Read one tensor from ``path``.
+    """Read one tensor from ``path``, and only that one.
 
     Parameters
     ----------
     path : str or Path
-        A ``.npy``, ``.npz`` or ``.safetensors`` file.
+        A ``.npy``, ``.npz``, ``.safetensors``, ``*.index.json`` (sharded) or
+        PyTorch ``.bin`` / ``.pt`` / ``.pth`` file.
     key : str, optional
-        Tensor name (for ``.npz`` and ``.safetensors``). May be omitted when
-        the file holds exactly one tensor.
+        Tensor name. May be omitted when the file holds exactly one tensor.
 
     Returns
     -------
-    ndarray, the tensor as stored (not yet upcast).
+    ndarray
+        The tensor with its stored shape and dtype, except bfloat16, which
+        numpy lacks: returned as float32, exactly (its original dtype is in
+        :func:`list_tensors`).
 
     Raises
     ------
     KeyError
         ``key`` is missing (or omitted with several tensors): the message
         lists the tensors with shape and dtype.
+    FileNotFoundError, ValueError, ImportError
+        See :func:`list_tensors`.
     """
     path = _check_path(path)
-    infos = list_tensors(path)
-    if path.suffix == ".npy":
+    suffix = _suffix(path)
+    if suffix == ".npy":
         if key is not None:
             raise KeyError(f"{path.name} is a .npy file holding one array; remove key={key!r}")
         try:
             return np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise _unreadable(path, exc) from None
+    if suffix in TORCH_SUFFIXES:
+        state = _torch_state(path)
+        infos = [TensorInfo(k, tuple(t.shape), _torch_dtype(t)) for k, t in state.items()]
+    else:
+        infos = list_tensors(path)
     names = [i.key for i in infos]
     if key is None:
         if len(infos) != 1:
@@ -119,18 +331,23 @@ def load_tensor(path, key: str | None = None) -> np.ndarray:
             )
         key = names[0]
     if key not in names:
-        raise KeyError(f"no tensor {key!r} in {path.name}; it holds: " + "; ".join(str(i) for i in infos))
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as npz:
-            return npz[key]
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="np") as f:
-        try:
-            return f.get_tensor(key)
-        except TypeError as exc:  # numpy has no bfloat16
-            dtype = next(i.dtype for i in infos if i.key == key)
-            raise ValueError(
-                f"cannot read {key!r} from {path.name}: its dtype {dtype} has no numpy equivalent ({exc}); "
-                "save the tensor as float32 (e.g. tensor.float() before safetensors.torch.save_file)"
-            ) from None
+        shown = "; ".join(str(i) for i in infos[:40]) + (f"; ... ({len(infos)} in all)" if len(infos) > 40 else "")
+        raise KeyError(f"no tensor {key!r} in {path.name}; it holds: {shown}")
+    info = infos[names.index(key)]
+    try:
+        if suffix in TORCH_SUFFIXES:
+            return _torch_numpy(state[key])
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                return npz[key]
+        if suffix == ".index.json":
+            return load_tensor(_shard(path, info.file), key)
+        return _load_safetensors(path, info)
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise _unreadable(path, exc) from None
+    except Exception as exc:
+        if type(exc).__name__ == "SafetensorError":
+            raise _unreadable(path, exc) from None
+        raise

@@ -1,62 +1,168 @@
-"""Learned absolute position tables: bundled real ones (GPT-2, GPT-1, Whisper) or a user's file."""
+"""Learned absolute position tables: bundled real ones, a user's file, a model folder or a training run."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._validation import check_table
-from ..checkpoints.files import load_tensor
-from ..data import BUNDLED_TABLES, bundled_path
+from ..analysis.grid import grid_similarity, parse_grid
+from ..checkpoints.files import list_tensors, load_tensor
+from ..checkpoints.positions import load_position_table, select_position_table
+from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
+from ..data import BUNDLED_GRIDS, BUNDLED_TABLES, bundled_path
 from .base import Encoding, ParameterError
 from .registry import register
 
-__all__ = ["Learned", "load_learned_table"]
+__all__ = ["Learned", "LearnedTable", "load_learned", "load_learned_table"]
 
 
-@functools.lru_cache(maxsize=16)
-def _load_cached(path: str, key: str | None, mtime_ns: int) -> np.ndarray:
-    table = check_table(load_tensor(path, key), name=f"{Path(path).name}[{key}]" if key else Path(path).name)
+@dataclasses.dataclass(frozen=True)
+class LearnedTable:
+    """A stored learned table and where it came from.
+
+    Attributes
+    ----------
+    table : ndarray of shape (rows, table_dim)
+        Every stored row (prefix and padding rows included), float64, read-only.
+    tensor : str
+        Tensor name, or file name for single-array files.
+    source_dtype : str
+        dtype as stored (``bfloat16``, ``float16``, ``float32``...).
+    offset : int or None
+        Row of position 0 detected from the model's config and family; None
+        when nothing determines it (bundled tables, plain files).
+    grid : tuple of int or None
+        (rows, cols) patch grid of a vision table.
+    prefix_tokens : int or None
+        Rows before the patch grid (vision tables).
+    reason : str
+        How the tensor, offset and grid were chosen.
+    """
+
+    table: np.ndarray
+    tensor: str
+    source_dtype: str
+    offset: int | None = None
+    grid: tuple[int, int] | None = None
+    prefix_tokens: int | None = None
+    reason: str = ""
+
+
+def _fingerprint(path: Path) -> tuple:
+    """Modification times and sizes of ``path`` (a file, or the files up to three levels inside a folder)."""
+    if path.is_file():
+        st = path.stat()
+        return ((path.name, st.st_mtime_ns, st.st_size),)
+    out = []
+    for root, dirs, files in os.walk(path, followlinks=False):
+        depth = len(Path(root).relative_to(path).parts)
+        dirs[:] = [] if depth >= 3 else sorted(d for d in dirs if d != "blobs")
+        for name in sorted(files):
+            try:
+                st = (Path(root) / name).stat()
+            except OSError:  # a broken symlink: reported when read
+                continue
+            out.append((str(Path(root, name).relative_to(path)), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _readonly(arr, name) -> np.ndarray:
+    table = check_table(arr, name=name)
     table.flags.writeable = False
     return table
 
 
-def load_learned_table(source: str, key: str | None = None) -> np.ndarray:
-    """The full learned table named by ``source`` (bundled name or file path), float64.
+@functools.lru_cache(maxsize=16)
+def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tuple) -> LearnedTable:
+    if source in BUNDLED_TABLES:
+        path = bundled_path(source)
+        grid = BUNDLED_GRIDS.get(source)
+        return LearnedTable(_readonly(np.load(path, allow_pickle=False), source), path.name,
+                            list_tensors(path)[0].dtype, None, grid, 0 if grid else None, "bundled table")
+    path = Path(source)
+    if is_training_run(path):
+        run = open_training_run(path)
+        if step is None:
+            raise ValueError(f"learned: {source} is a training run ({RUN_FILE}); choose step = one of "
+                             f"{', '.join(map(str, run.steps))} (or step = \"all\" in a study file)")
+        if key is not None:
+            raise ValueError(f"learned: a training-run snapshot holds one table; remove key={key!r}")
+        file = run.snapshot(step)
+        name = str(file.relative_to(run.path))
+        return LearnedTable(_readonly(load_tensor(file), f"{source} {name}"), name, list_tensors(file)[0].dtype,
+                            None, None, None, f"training run step {step}")
+    if step is not None:
+        raise ValueError(f"learned: step = {step} is only for training-run folders (holding {RUN_FILE}); "
+                         f"{source} is not one")
+    selection = select_position_table(path, key)
+    chosen = selection.require()
+    table = _readonly(load_position_table(selection), f"{path.name}[{chosen.key}]" if chosen.key else path.name)
+    tensor = chosen.key if chosen.key is not None else Path(selection.checkpoint.weights).name
+    return LearnedTable(table, tensor, chosen.tensor.dtype, chosen.offset, chosen.grid, chosen.prefix_tokens,
+                        selection.reason)
+
+
+def load_learned(source: str, key: str | None = None, step: int | None = None) -> LearnedTable:
+    """The learned table named by ``source``, with where it came from.
+
+    Parameters
+    ----------
+    source : str
+        A bundled table name, a weights file, a Hugging Face model folder,
+        a local cache snapshot (``models--ORG--NAME/snapshots/REV``, or the
+        ``models--ORG--NAME`` folder) or a poslab training-run folder.
+    key : str, optional
+        Tensor name; default: chosen from ``config.json`` and tensor names
+        (see :mod:`poslab.checkpoints.positions`).
+    step : int, optional
+        Training step, for training-run folders only.
 
     Returns
     -------
-    ndarray of shape (rows, table_dim), read-only float64 (float16/float32
-    files are upcast exactly).
+    LearnedTable
 
     Raises
     ------
     FileNotFoundError
-        ``source`` is neither a bundled name nor an existing file.
-    KeyError, ValueError
-        See :func:`poslab.checkpoints.load_tensor` and :func:`poslab._validation.check_table`.
+        ``source`` is neither a bundled name nor an existing file or folder.
+    KeyError, ValueError, ImportError
+        Unknown key or step, an ambiguous or missing position table (the
+        candidates are listed), an offset mismatch, an unreadable file.
     """
     if source in BUNDLED_TABLES:
         if key is not None:
             raise ValueError(f"learned: bundled table {source!r} holds one tensor; remove key={key!r}")
-        path = bundled_path(source)
-    else:
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"learned: source {source!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) "
-                "nor an existing .npy/.npz/.safetensors file"
-            )
-    return _load_cached(str(path.resolve()), key, path.stat().st_mtime_ns)
+        if step is not None:
+            raise ValueError(f"learned: step is only for training-run folders; {source!r} is a bundled table")
+        return _load_cached(source, None, None, ())
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"learned: source {source!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) "
+            "nor an existing file or folder (.npy/.npz/.safetensors/.bin, a model folder, a cache snapshot, "
+            "a training run)"
+        )
+    return _load_cached(str(path.absolute()), key, step, _fingerprint(path))
+
+
+def load_learned_table(source: str, key: str | None = None) -> np.ndarray:
+    """The full stored table named by ``source``, shape (rows, table_dim), read-only float64.
+
+    See :func:`load_learned`.
+    """
+    return load_learned(source, key).table
 
 
 @register
 @dataclasses.dataclass(frozen=True)
 class Learned(Encoding):
-    """A learned absolute position table, read from bundled data or a file.
+    """A learned absolute position table, read from bundled data, a checkpoint or a training run.
 
     Parameters
     ----------
@@ -64,16 +170,33 @@ class Learned(Encoding):
         A bundled table — ``gpt2`` (GPT-2 small ``wpe``, 1024 × 768),
         ``gpt1`` (512 × 768), ``whisper-tiny`` / ``whisper-base`` /
         ``whisper-small`` (decoder, 448 × 384/512/768), ``siglip-so400m``
-        (729 × 1152, a flattened 27 × 27 patch grid) — or a path to a
-        ``.npy``, ``.npz`` or ``.safetensors`` file.
+        (729 × 1152, a 27 × 27 patch grid) — or a path: a ``.npy``,
+        ``.npz``, ``.safetensors`` or PyTorch ``.bin``/``.pt`` file (the last
+        only with torch installed, through ``torch.load(weights_only=True)``),
+        a Hugging Face model folder or local cache snapshot, or a poslab
+        training-run folder. Nothing is downloaded.
     key : str or None
-        Tensor name inside a ``.npz``/``.safetensors`` file holding several.
-    offset : int
-        Row that holds position 0 (OPT/BART use 2, RoBERTa padding_idx + 1).
+        Tensor name. Default: chosen from ``config.json`` ``model_type`` and
+        the tensor names; ambiguity is an error listing the candidates.
+    offset : int or None
+        Row that holds position 0. Default: detected from the model's config
+        (rows − max_position_embeddings: OPT/BART 2; RoBERTa pad_token_id + 1;
+        vision: the prefix tokens), else 0. An offset contradicting the
+        detected one is an error naming both.
+    grid : str or None
+        ``"ROWSxCOLS"`` patch grid of a vision table whose rows
+        offset..offset + ROWS·COLS − 1 are patches in raster order. Default:
+        from the model's config (image_size / patch_size) or the bundled
+        table; None for text tables.
+    step : int or None
+        Training step, for a training-run ``source`` (required there). In a
+        study file ``step = "all"`` runs every saved step.
 
-    The table keeps its own width (``table_dim``); the study's ``dim`` is
-    ignored. Positions 0..n_positions−1 are rows offset..offset+n_positions−1;
-    asking for more rows than the table has is an error, never a truncation.
+    Positions 0..n_positions−1 are rows offset..offset+n_positions−1 (for
+    a vision table, the patches in raster order); asking for more rows than
+    the table has is an error, never a truncation. The table keeps its own
+    width (``table_dim``); the study's ``dim`` is ignored. Vision tables are
+    also analysed on their 2-D grid (``grid_profiles``, ``grid_maps``).
     Provenance of the bundled tables: ``poslab/data/PROVENANCE.md``.
     """
 
@@ -83,24 +206,99 @@ class Learned(Encoding):
 
     source: str
     key: str | None = None
-    offset: int = 0
+    offset: int | None = None
+    grid: str | None = None
+    step: int | None = None
 
     def _check_params(self):
-        if self.offset < 0:
+        if self.offset is not None and self.offset < 0:
             raise ParameterError(f"learned: offset must be >= 0, got {self.offset}")
+        if self.step is not None and self.step < 0:
+            raise ParameterError(f"learned: step must be >= 0, got {self.step}")
+        if self.grid is not None:
+            try:
+                parse_grid(self.grid)
+            except ValueError as exc:
+                raise ParameterError(f"learned: {exc}") from None
+
+    @classmethod
+    def expand_study_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Study-file shorthand: ``step = "all"`` becomes the list of saved steps of the training run.
+
+        Raises
+        ------
+        ValueError
+            ``step = "all"`` without a single training-run ``source``.
+        """
+        if params.get("step") != "all":
+            return params
+        source = params.get("source")
+        if not isinstance(source, str) or not is_training_run(source):
+            raise ValueError(f'step = "all" needs source = one training-run folder (holding {RUN_FILE}); '
+                             f"got source = {source!r}")
+        steps = open_training_run(source).steps
+        if not steps:
+            raise ValueError(f"training run {source} has no saved steps")
+        return {**params, "step": list(steps)}
+
+    def stored(self) -> LearnedTable:
+        """The stored table with its origin (see :func:`load_learned`)."""
+        return load_learned(self.source, self.key, self.step)
 
     def table(self) -> np.ndarray:
         """The whole stored table, shape (rows, table_dim), float64, read-only."""
-        return load_learned_table(self.source, self.key)
+        return self.stored().table
+
+    def _layout(self) -> tuple[int, tuple[int, int] | None]:
+        """(offset used, grid used), checked against what the source says."""
+        st = self.stored()
+        name = f"learned({self.source})"
+        if self.offset is not None and st.offset is not None and self.offset != st.offset:
+            raise ValueError(
+                f"{name}: offset = {self.offset} given, but {st.tensor} has position 0 at row {st.offset} "
+                f"({st.reason}); remove offset to use the detected {st.offset}"
+            )
+        offset = self.offset if self.offset is not None else (st.offset or 0)
+        grid = parse_grid(self.grid) if self.grid is not None else st.grid
+        if self.grid is not None and st.grid is not None and grid != st.grid:
+            raise ValueError(f"{name}: grid = {self.grid!r} given, but the source's grid is "
+                             f"{st.grid[0]}x{st.grid[1]}; remove grid")
+        if grid is not None and offset + grid[0] * grid[1] > len(st.table):
+            raise ValueError(f"{name}: a {grid[0]}x{grid[1]} grid from row {offset} needs "
+                             f"{offset + grid[0] * grid[1]} rows, but the table has {len(st.table)}")
+        return offset, grid
 
     def _check_size(self, n_positions, dim):
-        rows = self.table().shape[0]
-        if self.offset + n_positions > rows:
+        rows = len(self.table())
+        offset, _ = self._layout()
+        if offset + n_positions > rows:
             raise ValueError(
-                f"learned({self.source}): n_positions={n_positions} with offset={self.offset} needs "
-                f"{self.offset + n_positions} rows, but the table has {rows} "
-                f"(at most {rows - self.offset} positions); lower n_positions"
+                f"learned({self.source}): n_positions={n_positions} with offset={offset} needs "
+                f"{offset + n_positions} rows, but the table has {rows} "
+                f"(at most {rows - offset} positions); lower n_positions"
             )
 
     def _generate(self, n_positions, dim, rng):
-        return np.array(self.table()[self.offset : self.offset + n_positions])
+        offset, _ = self._layout()
+        return np.array(self.table()[offset : offset + n_positions])
+
+    def run_info(self, n_positions: int) -> dict[str, Any]:
+        """``tensor``, ``source_dtype``, ``row_offset`` (row of position 0), ``grid_shape`` and ``prefix_tokens``."""
+        st = self.stored()
+        offset, grid = self._layout()
+        return {"tensor": st.tensor, "source_dtype": st.source_dtype, "row_offset": offset,
+                "grid_shape": f"{grid[0]}x{grid[1]}" if grid else None,
+                "prefix_tokens": offset if grid else None}
+
+    def run_tables(self, table, n_positions):
+        """For a vision table, ``grid_profiles`` and ``grid_maps`` over its whole patch grid.
+
+        The grid analysis covers every patch of the stored grid, whatever
+        ``n_positions``, on the raw (uncentred) vectors; see
+        :func:`poslab.analysis.grid.grid_similarity`.
+        """
+        offset, grid = self._layout()
+        if grid is None:
+            return {}
+        result = grid_similarity(self.table()[offset : offset + grid[0] * grid[1]], grid)
+        return {"grid_profiles": result.to_frame(), "grid_maps": result.map_frame()}
