@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED_TABLES", "bundled_path"]
+__all__ = ["BUNDLED_TABLES", "BUNDLED_GRIDS", "bundled_path"]
 
 #: name → (file, description). Every file is a float32 ``.npy`` of shape (positions, dim).
 BUNDLED_TABLES: dict[str, tuple[str, str]] = {
@@ -19,6 +19,9 @@ BUNDLED_TABLES: dict[str, tuple[str, str]] = {
         "SigLIP so400m/14@384 vision tower, 729 (27 x 27 patches) x 1152",
     ),
 }
+
+#: name -> (rows, cols) patch grid of the bundled vision tables (no prefix token: row r * cols + c is patch (r, c)).
+BUNDLED_GRIDS: dict[str, tuple[int, int]] = {"siglip-so400m": (27, 27)}
 
 
 def bundled_path(name: str) -> Path:

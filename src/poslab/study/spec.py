@@ -151,6 +151,13 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
         raise StudyError(f"{where}: [[encodings]] entry {index + 1} must be a table with a kind = \"...\", got {entry!r}")
     kind = entry["kind"]
     params = {k: v for k, v in entry.items() if k != "kind"}
+    try:  # a kind may expand study-file shorthands into grids (learned: step = "all")
+        expand = getattr(get_encoding_class(kind), "expand_study_params", None)
+        params = expand(params) if expand else params
+    except KeyError:
+        pass  # unknown kind: make_encoding below names the installed ones
+    except (TypeError, ValueError) as exc:
+        raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {exc}") from None
     grid_keys = [k for k, v in params.items() if isinstance(v, list)]
     for k in grid_keys:
         if not params[k]:
