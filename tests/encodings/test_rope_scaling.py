@@ -280,6 +280,8 @@ def test_inline_errors():
         make_encoding("rotary", factor=2)
     with pytest.raises(ParameterError, match="rope_type 'llama3' needs factor, low_freq_factor"):
         make_encoding("rotary", rope_type="llama3", high_freq_factor=4, original_max_position_embeddings=8192)
+    with pytest.raises(ParameterError, match="needs short_factor, long_factor; .* from a model's config.json only"):
+        make_encoding("rotary", rope_type="longrope", factor=2, original_max_position_embeddings=4096)
     with pytest.raises(ParameterError, match="give rotary_dim or partial_rotary_factor, not both"):
         make_encoding("rotary", rotary_dim=64, partial_rotary_factor=0.5)
     with pytest.raises(ParameterError, match=r"rope_type.*one of 'default', 'linear', 'dynamic', 'yarn', 'longrope', 'llama3'"):
@@ -300,7 +302,7 @@ def test_study_file_with_a_config_beside_it(tmp_path):
 
     write_config(tmp_path / "models" / "llama", LLAMA31)
     study = tmp_path / "s.toml"
-    study.write_text('name = "r"\nn_positions = 64\ndim = 16\n[analysis]\nheatmap_bins = 8\n'
+    study.write_text('name = "r"\nn_positions = 64\ndim = 16\n[analysis]\nheatmap_bins = 8\nmodels = ["exponential"]\n'
                      '[[encodings]]\nkind = "rotary"\nconfig = "models/llama"\nrope_type = ["llama3", "yarn"]\n')
     spec = load_study(study)
     assert [e.resolved_rope_type for e in spec.encodings] == ["llama3", "yarn"]
@@ -334,7 +336,7 @@ def test_figure_from_tables(tmp_path):
     from poslab.study import load_study, run_study
 
     study = tmp_path / "s.toml"
-    study.write_text('name = "r"\nn_positions = 40\ndim = 32\n[analysis]\nheatmap_bins = 8\n'
+    study.write_text('name = "r"\nn_positions = 40\ndim = 32\n[analysis]\nheatmap_bins = 8\nmodels = ["exponential"]\n'
                      '[[encodings]]\nkind = "rotary"\nrope_type = "linear"\nfactor = [1, 4]\n'
                      '[[encodings]]\nkind = "sinusoidal"\n')
     tables = run_study(load_study(study), progress=False).frames

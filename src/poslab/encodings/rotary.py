@@ -247,6 +247,8 @@ class Rotary(Encoding):
             check_rope_scaling(rope_type, **self._scaling())
         except ValueError as exc:
             where = f" (config {self.config} with the inline values)" if self.config is not None else ""
+            if rope_type == "longrope" and not all(k in self._from_config for k in _CONFIG_ONLY):
+                where += "; short_factor and long_factor are read from a model's config.json only: give config"
             raise ParameterError(f"rotary: {exc}{where}") from None
 
     # ------------------------------------------------------------ resolution
