@@ -14,6 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .core import plot_decay_curves, plot_similarity_heatmaps, save_figure
+from .grid import grid_figure
+from .rope import rope_figure
 
 __all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "STUDY_FIGURES"]
 
@@ -34,4 +36,6 @@ def _decay(tables, title):
 STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {
     "similarity_heatmaps.png": _heatmaps,
     "decay_curves.png": _decay,
+    "grid_profiles.png": grid_figure,  # vision tables on their patch grid (learned runs with a grid)
+    "rope_geometry.png": rope_figure,  # rotary runs: RoFormer decay bound and frequencies per pair
 }
