@@ -206,7 +206,7 @@ def yarn_correction_range(rotary_dim: int, rope_theta: float, original_max_posit
     The pair whose frequency turns ``r`` times over the original length L is
     i(r) = d · ln(L / (2π r)) / (2 ln rope_theta); low = i(beta_fast),
     high = i(beta_slow), floored / ceiled when ``truncate``, clipped to [0, d − 1].
-    Source: Peng et al. 2023 (YaRN), eqs. 17–18; transformers
+    Source: Peng et al. 2023 (YaRN, arXiv:2309.00071), "NTK-by-parts" interpolation; transformers
     ``_compute_yarn_parameters`` (``find_correction_range``).
 
     Returns
@@ -232,7 +232,7 @@ def yarn_attention_factor(factor: float, mscale: float | None = None, mscale_all
     With both ``mscale`` and ``mscale_all_dim`` non-zero (DeepSeek-V2/V3 configs)
     it is (0.1·mscale·ln f + 1) / (0.1·mscale_all_dim·ln f + 1). An explicit
     ``attention_factor`` replaces both rules (handled by :func:`rope_parameters`).
-    Source: Peng et al. 2023 (YaRN), eq. 22, √(1/t) = 0.1 ln s + 1;
+    Source: Peng et al. 2023 (YaRN), attention temperature √(1/t) = 0.1 ln s + 1;
     transformers ``_compute_yarn_parameters`` (``get_mscale``).
     """
     if mscale and mscale_all_dim:
@@ -292,13 +292,13 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
     -----
     Per type (d = rotary_dim, θ_i = rope_theta^(−2i/d), i = 0 .. d/2 − 1):
 
-    - ``default``: θ_i (Su et al. 2021, RoFormer, eq. 15).
-    - ``linear``: θ_i / factor (position interpolation; Chen et al. 2023).
+    - ``default``: θ_i (Su et al. 2021, RoFormer, arXiv:2104.09864).
+    - ``linear``: θ_i / factor (position interpolation; Chen et al. 2023, arXiv:2306.15595).
     - ``dynamic``: θ_i recomputed with :func:`dynamic_rope_theta` at ``seq_len``.
     - ``yarn``: with the ramp r_i = clip((i − low) / (high − low), 0, 1) over
       :func:`yarn_correction_range`, θ_i · (1 − r_i) + (θ_i / factor) · r_i:
       pairs below ``low`` keep θ_i, pairs above ``high`` are divided by factor
-      (Peng et al. 2023, eq. 19). The ramp is computed on the original length.
+      (Peng et al. 2023, "NTK-by-parts"). The ramp is computed on the original length.
       Attention factor: explicit ``attention_factor``, else
       :func:`yarn_attention_factor`.
     - ``longrope``: θ_i / ext_i with ext = ``long_factor`` if seq_len >
