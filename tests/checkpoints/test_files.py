@@ -88,7 +88,6 @@ def test_state_dict_bin_with_position_ids(tmp_path, wpe):
         make_encoding("learned", source=str(tmp_path), key="bert.embeddings.position_ids").generate(2, 1)
 
 
-@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch, about the garbage file
 def test_pickled_objects_are_refused(tmp_path):
     torch.save({"w": torch.zeros(2, 2), "opt": fractions.Fraction(1, 3)}, tmp_path / "evil.pt")
     with pytest.raises(ValueError, match="weights_only=True.*refused it"):

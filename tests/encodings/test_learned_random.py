@@ -49,19 +49,40 @@ def test_files_with_key_and_offset(tmp_path, gpt2_table):
     np.save(tmp_path / "t.npy", rows)
     np.savez(tmp_path / "t.npz", wpe=rows, other=rows[:3])
     save_file({"transformer.wpe.weight": rows, "transformer.wte.weight": rows[:10]}, str(tmp_path / "t.safetensors"))
-    for name, key in [("t.npy", None), ("t.npz", "wpe"), ("t.safetensors", "transformer.wpe.weight")]:
+    for name, key in [("t.npy", None), ("t.npz", "wpe"), ("t.safetensors", "transformer.wpe.weight"),
+                      ("t.safetensors", None)]:  # no key: the only tensor named like a position table
         enc = make_encoding("learned", source=str(tmp_path / name), key=key, offset=2)
         np.testing.assert_array_equal(enc.generate(48, 1), gpt2_table[2:50].astype(np.float32))
-    with pytest.raises(KeyError, match=r"transformer.wte.weight \(10, 768\)"):
-        make_encoding("learned", source=str(tmp_path / "t.safetensors")).generate(5, 1)
+        assert enc.run_info(48)["row_offset"] == 2
+    save_file({"a": rows, "b": rows[:10]}, str(tmp_path / "two.safetensors"))
+    with pytest.raises(ValueError, match=r"no config.json; no float tensor is named like a position table; choose one "
+                                         r"with key = NAME. It holds a \(50, 768\) float32; b \(10, 768\) float32"):
+        make_encoding("learned", source=str(tmp_path / "two.safetensors")).generate(5, 1)
+    with pytest.raises(KeyError, match=r"no tensor 'c' in two.safetensors; it holds: a \(50, 768\) float32; b"):
+        make_encoding("learned", source=str(tmp_path / "two.safetensors"), key="c").generate(5, 1)
     with pytest.raises(FileNotFoundError, match="neither a bundled table"):
         make_encoding("learned", source=str(tmp_path / "missing.npy")).generate(5, 1)
-    (tmp_path / "t.bin").write_bytes(b"\x80\x04")
-    with pytest.raises(ValueError, match="not unpickled"):
+    (tmp_path / "t.bin").write_bytes(b"\x80\x04")  # PyTorch files are read only through weights_only=True
+    with pytest.raises(ValueError, match="cannot read .*t.bin"):
         make_encoding("learned", source=str(tmp_path / "t.bin")).generate(5, 1)
+    (tmp_path / "t.pkl").write_bytes(b"\x80\x04")
+    with pytest.raises(ValueError, match="supported formats are"):
+        make_encoding("learned", source=str(tmp_path / "t.pkl")).generate(5, 1)
     np.save(tmp_path / "nan.npy", np.full((4, 3), np.nan))
     with pytest.raises(ValueError, match="NaN or inf"):
         make_encoding("learned", source=str(tmp_path / "nan.npy")).generate(4, 3)
+
+
+def test_bundled_sources_unchanged_and_recorded(gpt2_table):
+    enc = make_encoding("learned", source="gpt2")
+    assert enc.label == "learned(source=gpt2)" and enc.offset is None
+    assert enc.run_info(1024) == {"tensor": "gpt2_wpe.npy", "source_dtype": "float32", "row_offset": 0,
+                                  "grid_shape": None, "prefix_tokens": None}
+    np.testing.assert_array_equal(make_encoding("learned", source="gpt2", offset=5).generate(3, 1), gpt2_table[5:8])
+    with pytest.raises(ValueError, match="bundled table 'gpt2' holds one tensor"):
+        make_encoding("learned", source="gpt2", key="wpe").generate(3, 1)
+    with pytest.raises(ValueError, match="step is only for training-run folders"):
+        make_encoding("learned", source="gpt2", step=3).generate(3, 1)
 
 
 @pytest.mark.parametrize("distribution", ["gaussian", "uniform"])

@@ -32,6 +32,7 @@ import json
 import math
 import pickle
 import struct
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -171,12 +172,14 @@ def _torch_state(path: Path) -> dict:
     """Name -> tensor of a PyTorch file, loaded with weights_only=True (nested dicts flattened with '.')."""
     torch = _import_torch(path)
     try:
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError as exc:  # legacy (non-zip) files cannot be memory-mapped
-            if "mmap" not in str(exc):
-                raise
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's note on a legacy pickle protocol: the error below says more
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            try:
+                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as exc:  # legacy (non-zip) files cannot be memory-mapped
+                if "mmap" not in str(exc):
+                    raise
+                obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         raise ValueError(
             f"cannot read {path}: torch.load(weights_only=True) refused it ({str(exc).splitlines()[0]}); "

@@ -200,13 +200,22 @@ class Selection:
     candidates: tuple[Candidate, ...]
     chosen: Candidate | None
     reason: str
+    tensors: tuple[TensorInfo, ...] = ()
 
     def require(self) -> Candidate:
-        """The chosen candidate, or ValueError saying why there is none (candidates listed)."""
+        """The chosen candidate, or ValueError saying why there is none (candidates, else tensors, listed)."""
         if self.chosen is None:
-            listed = "".join(f"\n  {c.describe()}" for c in self.candidates) or " none"
-            raise ValueError(f"{self.checkpoint.path}: {self.reason}. Candidates:{listed}")
+            if self.candidates:
+                listed = "Candidates:" + "".join(f"\n  {c.describe()}" for c in self.candidates)
+            else:
+                listed = f"It holds {_some(self.tensors)}"
+            raise ValueError(f"{self.checkpoint.path}: {self.reason}. {listed}")
         return self.chosen
+
+
+def _some(tensors, limit=40) -> str:
+    shown = "; ".join(str(i) for i in tensors[:limit])
+    return shown + (f"; ... ({len(tensors)} in all)" if len(tensors) > limit else "")
 
 
 def _table_rows(shape) -> int | None:
@@ -344,13 +353,14 @@ def select_position_table(path, key: str | None = None) -> Selection:
             candidates.append(_by_name(info))
 
     def done(chosen, reason):
-        return Selection(ckpt, model_type, tuple(candidates), chosen, reason)
+        return Selection(ckpt, model_type, tuple(candidates), chosen, reason, tuple(tensors))
 
     if key is not None:
         info = next((i for i in tensors if i.key == key), None)
         if info is None:
-            listed = "; ".join(str(c.tensor) for c in candidates) or "no tensor named like a position table"
-            raise KeyError(f"no tensor {key!r} in {ckpt.weights}; position candidates: {listed}")
+            listed = ("position candidates: " + "; ".join(str(c.tensor) for c in candidates) if candidates
+                      else f"it holds: {_some(tensors)}")
+            raise KeyError(f"no tensor {key!r} in {Path(ckpt.weights).name}; {listed}")
         cand = _explicit(info, family, config)
         if cand.problem:
             raise ValueError(f"{ckpt.path}: key {key!r} cannot be used: {cand.problem}")
