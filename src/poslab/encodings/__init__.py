@@ -17,6 +17,7 @@ from .sinusoidal import Sinusoidal, sinusoidal_frequencies  # noqa: E402  (regis
 from .learned import Learned  # noqa: E402
 from .random import RandomEncoding  # noqa: E402
 from .rotary import Rotary, apply_rotary, rope_angles, rope_inv_freq  # noqa: E402
+from .smoothed_random import SmoothedRandom  # noqa: E402
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -26,6 +27,7 @@ __all__ = [
     "RandomEncoding",
     "Rotary",
     "Sinusoidal",
+    "SmoothedRandom",
     "apply_rotary",
     "available_encodings",
     "get_encoding_class",

@@ -1,0 +1,190 @@
+"""Compare encodings across a study: decay lengths ranked with intervals, and which
+differences exceed the uncertainty.
+
+Built from the result tables alone (``summary``, ``profiles``, ``bootstrap``),
+so it can be recomputed from a results folder.
+
+Per encoding label, the interval comes from
+
+* **seeds** when the label has several successful runs with different seeds
+  (a stochastic encoding): the profiles of the seeds are pooled (weighted by
+  pair counts) and fitted, and seeds are resampled with replacement
+  (:func:`poslab.analysis.bootstrap.resample_units`); the selected model is
+  refitted on every resample;
+* **anchor blocks** otherwise: the run's own bootstrap replicates
+  (``bootstrap.csv``, written by the runner).
+
+Differences. For two labels A and B, the bootstrap distribution of
+L_A − L_B pairs the r-th replicate of A with the r-th of B (their resamples
+are independent, so this is a draw from the joint distribution), and the
+difference *exceeds the uncertainty* when its percentile interval at the
+same level excludes 0. This is preferred to asking whether the two
+intervals overlap: non-overlap of two 95 % intervals is a test at about the
+0.6 % level for equal standard errors, far more conservative than intended
+(Schenker & Gentleman 2001, *The American Statistician* 55(3):182–186).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import band_metrics, fit_decay
+from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, bootstrap_profile,
+                                  percentile_interval, resample_units)
+
+__all__ = ["compare_runs", "seed_bootstrap"]
+
+
+def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5, 0.0),
+                   n_resamples: int = N_RESAMPLES, level: float = BOOTSTRAP_LEVEL, seed: int = BOOTSTRAP_SEED):
+    """Pooled fit and seed-bootstrap replicates of one label's runs.
+
+    Parameters
+    ----------
+    profiles : DataFrame
+        The ``profiles`` rows of one label: columns ``seed``, ``distance``,
+        ``mean_similarity``, ``std_similarity``, ``n_pairs``; at least 2 seeds,
+        each with the same distances.
+    models : sequence of str
+        Decay models to fit.
+    fit_min_distance : int
+        Smallest distance fitted (positions).
+    thresholds : sequence of float
+        Band-width thresholds.
+    n_resamples, level, seed
+        Bootstrap settings; the generator is ``default_rng(seed)``.
+
+    Returns
+    -------
+    fits : DecayFits
+        Fits of the pooled profile.
+    result : BootstrapResult
+        ``method = "seed"``.
+    distance, pooled : ndarray of shape (n_distances,)
+        Distances (positions) and the pooled mean profile.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 seeds, or seeds with different distances.
+    """
+    seeds = sorted(pd.unique(profiles["seed"].dropna()))
+    if len(seeds) < 2:
+        raise ValueError(f"the seed bootstrap needs at least 2 seeds, got {seeds}")
+    frames = [profiles[profiles["seed"] == s].sort_values("distance") for s in seeds]
+    distance = frames[0]["distance"].to_numpy(dtype=float)
+    if any(not np.array_equal(f["distance"].to_numpy(dtype=float), distance) for f in frames):
+        raise ValueError("the seeds' profiles cover different distances; they cannot be pooled")
+    mean = np.stack([f["mean_similarity"].to_numpy(dtype=float) for f in frames])
+    std = np.stack([f["std_similarity"].to_numpy(dtype=float) for f in frames])
+    n = np.stack([f["n_pairs"].to_numpy(dtype=float) for f in frames])
+    ok = np.isfinite(mean) & (n > 0)
+    sums, counts = np.where(ok, mean * n, 0.0), np.where(ok, n, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = sums.sum(0) / counts.sum(0)
+        # pooled per-pair std: within-seed plus between-seed spread
+        pooled_std = np.sqrt(np.where(ok, n * (std**2 + (mean - pooled) ** 2), 0.0).sum(0) / counts.sum(0))
+    use = distance >= fit_min_distance
+    fits = fit_decay(distance[use], pooled[use], n_pairs=counts.sum(0)[use], std=pooled_std[use], models=models)
+    means, pooled_counts = resample_units(sums, counts, n_resamples, np.random.default_rng(seed))
+    result = bootstrap_profile(distance, means, pooled_counts, fits=fits, thresholds=thresholds, method="seed",
+                               level=level)
+    return fits, result, distance, pooled
+
+
+def _label_seed(label: str) -> int:
+    return zlib.crc32(label.encode("utf-8"))
+
+
+def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFrame]:
+    """The ``comparison`` and ``comparison_pairs`` tables of a study.
+
+    Parameters
+    ----------
+    tables : dict of DataFrame
+        The study's tables; uses ``summary``, ``profiles`` and ``bootstrap``.
+    spec : StudySpec
+        Gives the analysis options (models, fit_min_distance, thresholds).
+
+    Returns
+    -------
+    dict with ``comparison`` (one row per label: ``rank`` by decay length,
+    1 = longest; ``n_runs``; ``selected_model``; ``decay_length`` and
+    ``decay_length_ci_low`` / ``_ci_high``; ``ci_method``, ``ci_level``,
+    ``n_resamples``) and ``comparison_pairs`` (one row per pair of labels:
+    ``label`` and ``other_label``, their decay lengths, ``difference``
+    = decay_length − other_decay_length with ``difference_ci_low`` /
+    ``_ci_high``, ``exceeds_uncertainty`` (the interval excludes 0) and
+    ``verdict``: ``longer``, ``shorter``, ``not distinguishable`` or ``not
+    comparable`` (a label without a decay length)). Empty dict when no run
+    succeeded.
+    """
+    summary = tables.get("summary", pd.DataFrame())
+    if not len(summary) or "status" not in summary or not (summary["status"] == "ok").any():
+        return {}
+    options = spec.analysis
+    n_resamples = int(getattr(options, "n_resamples", N_RESAMPLES))
+    level = float(getattr(options, "ci_level", BOOTSTRAP_LEVEL))
+    ok = summary[summary["status"] == "ok"]
+    profiles, boot = tables.get("profiles"), tables.get("bootstrap")
+    rows, replicates = [], {}
+    for label, runs in ok.groupby("label", sort=False):
+        row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs)}
+        seeds = runs["seed"].dropna()
+        if len(seeds) >= 2:
+            fits, result, _, _ = seed_bootstrap(
+                profiles[profiles["label"] == label], models=options.models,
+                fit_min_distance=options.fit_min_distance, thresholds=options.thresholds,
+                n_resamples=n_resamples, level=level, seed=_label_seed(label))
+            best = fits.selected
+            row |= {"selected_model": best.model if best else "none",
+                    "decay_length": best.decay_length if best else math.nan,
+                    "decay_length_ci_low": result.decay_length_ci[0],
+                    "decay_length_ci_high": result.decay_length_ci[1],
+                    "ci_method": "seed", "ci_level": level, "n_resamples": n_resamples}
+            replicates[label] = result.replicates["decay_length"].to_numpy(dtype=float)
+        else:
+            run = runs.iloc[0]
+            row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
+                    "decay_length_ci_low": run.get("decay_length_ci_low", math.nan),
+                    "decay_length_ci_high": run.get("decay_length_ci_high", math.nan),
+                    "ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
+                    "n_resamples": run.get("n_resamples", 0)}
+            if boot is not None and len(boot):
+                mine = boot[(boot["label"] == label) & ((boot["seed"] == run["seed"]) if pd.notna(run["seed"])
+                                                        else boot["seed"].isna())]
+                replicates[label] = mine.sort_values("resample")["decay_length"].to_numpy(dtype=float)
+        rows.append(row)
+    comparison = pd.DataFrame(rows)
+    comparison["decay_length"] = comparison["decay_length"].astype(float)
+    order = comparison["decay_length"].rank(ascending=False, method="min")
+    comparison.insert(4, "rank", order.astype("Int64"))
+    comparison = comparison.sort_values(["rank", "label"], na_position="last", kind="stable").reset_index(drop=True)
+    comparison["seed"] = comparison["seed"].astype("Int64")
+    pairs = []
+    for a, b in itertools.combinations(comparison.to_dict("records"), 2):
+        ra, rb = replicates.get(a["label"]), replicates.get(b["label"])
+        diff = a["decay_length"] - b["decay_length"]
+        low = high = math.nan
+        if np.isfinite(diff) and ra is not None and rb is not None and min(ra.size, rb.size):
+            m = min(ra.size, rb.size)
+            low, high = percentile_interval(ra[:m] - rb[:m], level)
+        comparable = np.isfinite(diff) and np.isfinite(low) and np.isfinite(high)
+        exceeds = bool(comparable and (low > 0 or high < 0))
+        verdict = ("not comparable" if not comparable else "longer" if low > 0 else "shorter" if high < 0
+                   else "not distinguishable")
+        pairs.append({"study": spec.name, "label": a["label"], "kind": a["kind"], "seed": pd.NA,
+                      "other_label": b["label"], "other_kind": b["kind"], "decay_length": a["decay_length"],
+                      "other_decay_length": b["decay_length"], "difference": diff, "difference_ci_low": low,
+                      "difference_ci_high": high, "ci_level": level, "exceeds_uncertainty": exceeds,
+                      "verdict": verdict})
+    pairs = pd.DataFrame(pairs, columns=["study", "label", "kind", "seed", "other_label", "other_kind",
+                                         "decay_length", "other_decay_length", "difference", "difference_ci_low",
+                                         "difference_ci_high", "ci_level", "exceeds_uncertainty", "verdict"])
+    pairs["seed"] = pairs["seed"].astype("Int64")
+    return {"comparison": comparison, "comparison_pairs": pairs}
