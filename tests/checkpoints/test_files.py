@@ -39,12 +39,33 @@ def test_bf16_and_fp16_tables_are_upcast_exactly_with_dtype_recorded(tmp_path, w
     np.testing.assert_allclose(rows.bfloat16().float().numpy(), wpe[:24], rtol=2**-8)
 
 
-def test_safetensors_reads_only_the_requested_tensor(tmp_path, raw_safetensors, wpe):
-    """A tensor whose data is garbage (wrong byte count) does not stop reading another one."""
-    good = wpe[:4, :8].astype("<f4").tobytes()
-    path = raw_safetensors(tmp_path / "m.safetensors", {"wpe.weight": ("F32", (4, 8), good),
-                                                         "big.weight": ("BF16", (64, 64), bytes(64 * 64 * 2))})
-    np.testing.assert_array_equal(load_tensor(path, "wpe.weight"), wpe[:4, :8])
+def test_safetensors_reads_only_the_requested_tensor(tmp_path, wpe):
+    """A 2 GiB tensor (a sparse file on disk) sits before the tables; reading them must not touch it."""
+    import struct
+    import tracemalloc
+
+    big = 2**29  # float32 values: 2 GiB
+    small = wpe[:4, :8].astype("<f4").tobytes()
+    bf16 = np.array(C9_BITS, dtype="<u2").tobytes()
+    header = {"big.weight": {"dtype": "F32", "shape": [big], "data_offsets": [0, 4 * big]},
+              "wpe.weight": {"dtype": "F32", "shape": [4, 8], "data_offsets": [4 * big, 4 * big + len(small)]},
+              "x": {"dtype": "BF16", "shape": [5], "data_offsets": [4 * big + len(small), 4 * big + len(small) + 10]}}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path = tmp_path / "big.safetensors"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        f.seek(4 * big, 1)  # a hole: no disk space, reads as zeros
+        f.write(small + bf16)
+    tracemalloc.start()
+    try:
+        got, x = load_tensor(path, "wpe.weight"), load_tensor(path, "x")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, wpe[:4, :8])
+    np.testing.assert_array_equal(x, np.array(C9_VALUES, dtype=np.float32))
+    assert peak < 2**20  # far below the 2 GiB of the other tensor
 
 
 def test_sharded_index(tmp_path, make_model, wpe):

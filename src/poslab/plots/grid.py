@@ -10,7 +10,8 @@ __all__ = ["plot_grid_profiles", "grid_figure"]
 
 _PROFILE_COLUMNS = ("label", "metric", "distance", "mean_similarity")
 _MAP_COLUMNS = ("label", "row", "col", "reference_row", "reference_col", "similarity")
-_STYLE = {"euclidean": ("-", "o"), "manhattan": ("-", "s"), "along_row": ("--", None), "along_column": (":", None)}
+# Euclidean distances are many and sparse (one point per distinct √(Δr² + Δc²)): points, not a line.
+_STYLE = {"euclidean": ("none", "."), "manhattan": ("-", "s"), "along_row": ("--", None), "along_column": (":", None)}
 
 
 def _check(df, required, name):
@@ -59,7 +60,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
         for metric, rows in sub.groupby("metric", sort=False):
             rows = rows.sort_values("distance")
             ls, marker = _STYLE.get(metric, ("-", None))
-            ax.plot(rows["distance"], rows["mean_similarity"], ls=ls, marker=marker, markersize=2.5, label=metric)
+            ax.plot(rows["distance"], rows["mean_similarity"], ls=ls, marker=marker, markersize=3, label=metric)
         ax.set_xlabel("distance on the patch grid (patches)")
         ax.set_ylabel("mean cosine similarity")
         ax.set_title(label, fontsize=9)
