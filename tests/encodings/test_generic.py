@@ -13,6 +13,8 @@ EXAMPLES = [
     ("learned", {"source": "whisper-tiny", "offset": 3}, (40, 999), 384),
     ("random", {"distribution": "uniform"}, (20, 12), 12),
     ("rotary", {"rope_theta": 500000.0, "rotary_dim": 16, "pairing": "half"}, (30, 64), 16),
+    ("rotary", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rotary_dim": 8}, (30, 64), 8),
+    ("smoothed_random", {"length_scale": 3.5}, (25, 6), 6),
 ]
 
 
