@@ -16,8 +16,9 @@ from matplotlib.figure import Figure
 from .core import plot_decay_curves, plot_similarity_heatmaps, save_figure
 from .grid import grid_figure
 from .rope import rope_figure
+from .uncertainty import forest_figure, plot_decay_length_forest
 
-__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "STUDY_FIGURES"]
+__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "plot_decay_length_forest", "save_figure", "STUDY_FIGURES"]
 
 
 def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
@@ -29,7 +30,9 @@ def _heatmaps(tables, title):
 
 
 def _decay(tables, title):
-    return plot_decay_curves(tables["profiles"], title=title) if _nonempty(tables, "profiles") else None
+    if not _nonempty(tables, "profiles"):
+        return None
+    return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title)
 
 
 #: file name -> function(tables, title) returning a Figure, or None to skip.
@@ -38,4 +41,5 @@ STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure 
     "decay_curves.png": _decay,
     "grid_profiles.png": grid_figure,  # vision tables on their patch grid (learned runs with a grid)
     "rope_geometry.png": rope_figure,  # rotary runs: RoFormer decay bound and frequencies per pair
+    "decay_lengths.png": forest_figure,  # comparison: decay lengths with bootstrap intervals
 }

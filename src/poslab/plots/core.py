@@ -146,14 +146,33 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
 
 
 def _seed_summary(df, has_fit):
-    """Per label and distance: mean and sd across seeds (display only)."""
+    """Per label and distance: mean and sd across seeds (display only), and the bootstrap band of single runs."""
     g = df.groupby(["label", "distance"], sort=True)
     out = g["mean_similarity"].agg(mean="mean", sd="std", n_seeds="count")
     out["fit"] = g["fitted_similarity"].mean() if has_fit else np.nan
+    for side in ("low", "high"):
+        col = f"mean_similarity_ci_{side}"
+        out[f"ci_{side}"] = g[col].first() if col in df.columns else np.nan
     return out.reset_index()
 
 
-def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
+def _decay_marks(summary, labels):
+    """label -> (decay_length, ci_low, ci_high, level) for labels with one ok run and a decay length."""
+    if summary is None or not {"label", "decay_length"} <= set(summary.columns):
+        return {}
+    ok = summary[summary["status"] == "ok"] if "status" in summary.columns else summary
+    marks = {}
+    for label in labels:
+        rows = ok[ok["label"] == label]
+        if len(rows) != 1 or not np.isfinite(float(rows["decay_length"].iloc[0])):
+            continue
+        row = rows.iloc[0]
+        marks[label] = (float(row["decay_length"]), float(row.get("decay_length_ci_low", np.nan)),
+                        float(row.get("decay_length_ci_high", np.nan)), row.get("ci_level", np.nan))
+    return marks
+
+
+def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = None, labels=None, min_distance=1,
                       panel_size=(6.0, 4.2), title=None) -> Figure:
     """Similarity profiles against distance, on a linear and a log distance axis.
 
@@ -165,7 +184,13 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
         ``mean_similarity``; optionally ``fitted_similarity`` (the selected
         decay model at that distance, NaN where none was selected). Other
         columns (``study``, ``kind``, parameters, ``std_similarity``, ...)
-        are ignored. At most one row per (label, seed, distance).
+        are ignored. At most one row per (label, seed, distance). With
+        ``mean_similarity_ci_low`` / ``_ci_high`` (the anchor-block bootstrap
+        band), labels with one run show it shaded.
+    summary : DataFrame, optional
+        The ``summary`` table: for labels with one ok run, ``decay_length``
+        and ``decay_length_ci_low`` / ``_ci_high`` are marked on the profile
+        (a diamond with a horizontal interval bar).
     labels : list of str, optional
         Labels to show, in this order. Default: all, in order of appearance.
     min_distance : int
@@ -179,8 +204,9 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
     -------
     matplotlib.figure.Figure
         Two axes sharing y. Solid line: mean over seeds; shaded band: +-1 sd
-        across seeds (labels with several seeds); dashed line: mean selected
-        fit. One legend to the right of the panels.
+        across seeds (labels with several seeds) or the bootstrap band (one
+        run); dashed line: mean selected fit; diamond: decay length with its
+        interval. One legend to the right of the panels.
     """
     _check_frame(profiles, _PROFILE_COLUMNS, "profiles")
     labels = _select_labels(profiles, labels, "profiles")
@@ -188,6 +214,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
     if df.duplicated(["label", "seed", "distance"]).any():
         raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
                          "filter it to one study (or give the runs distinct labels) first")
+    marks = _decay_marks(summary, labels)
     summary = _seed_summary(df, "fitted_similarity" in df.columns)
     if len(labels) <= 10:  # colour-blind safe, reordered so orange and vermillion are not neighbours
         palette = [sns.color_palette("colorblind")[i] for i in (0, 3, 2, 4, 1, 5, 6, 7, 8, 9)][: len(labels)]
@@ -198,7 +225,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2, sharey=True)
     starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
-    handles, any_band, any_fit = [], False, False
+    handles, any_band, any_fit, any_ci = [], False, False, False
     for label in labels:
         s = summary[summary["label"] == label]
         colour = colours[label]
@@ -210,6 +237,16 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
                 sd = d["sd"].to_numpy(dtype=float)
                 ax.fill_between(x, d["mean"] - sd, d["mean"] + sd, color=colour, alpha=0.2, lw=0)
                 any_band = True
+            elif d["ci_low"].notna().any():
+                ax.fill_between(x, d["ci_low"].to_numpy(dtype=float), d["ci_high"].to_numpy(dtype=float),
+                                color=colour, alpha=0.3, lw=0)
+                any_ci = True
+            if label in marks:
+                length, low, high = marks[label][:3]
+                y_at = float(np.interp(length, x, d["mean"].to_numpy(dtype=float)))
+                xerr = None if not (np.isfinite(low) and np.isfinite(high)) else [[length - low], [high - length]]
+                ax.errorbar([length], [y_at], xerr=xerr, fmt="D", ms=5, color=colour, mec="black", mew=0.6,
+                            elinewidth=1.5, capsize=3, zorder=5)
             if d["fit"].notna().any():
                 ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
                         label=f"{label} (selected fit)")
@@ -227,6 +264,12 @@ def plot_decay_curves(profiles: pd.DataFrame, *, labels=None, min_distance=1,
         handles.append(Line2D([], [], color="0.3", lw=1.2, ls="--", label="selected fit (dashed)"))
     if any_band:
         handles.append(Patch(color="0.3", alpha=0.2, label="±1 sd across seeds"))
+    if any_ci:
+        handles.append(Patch(color="0.3", alpha=0.3, label="bootstrap band (anchor blocks)"))
+    if marks:
+        level = next((m[3] for m in marks.values() if isinstance(m[3], float) and np.isfinite(m[3])), None)
+        handles.append(Line2D([], [], color="0.3", marker="D", ms=5, mec="black", lw=1.5,
+                              label="decay length" + (f", {level:.0%} interval" if level else "")))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)

@@ -14,14 +14,26 @@ Per encoding label, the interval comes from
 * **anchor blocks** otherwise: the run's own bootstrap replicates
   (``bootstrap.csv``, written by the runner).
 
-Differences. For two labels A and B, the bootstrap distribution of
-L_A − L_B pairs the r-th replicate of A with the r-th of B (their resamples
-are independent, so this is a draw from the joint distribution), and the
-difference *exceeds the uncertainty* when its percentile interval at the
-same level excludes 0. This is preferred to asking whether the two
-intervals overlap: non-overlap of two 95 % intervals is a test at about the
-0.6 % level for equal standard errors, far more conservative than intended
-(Schenker & Gentleman 2001, *The American Statistician* 55(3):182–186).
+Differences. For two labels A and B the difference L_A − L_B must exceed
+two uncertainties:
+
+* **sampling** (positions or seeds): the bootstrap distribution of L_A − L_B
+  pairs the r-th replicate of A with the r-th of B (their resamples are
+  independent, so this is a draw from the joint distribution); its
+  percentile interval at the study's level must exclude 0. This is
+  preferred to asking whether the two intervals overlap: non-overlap of two
+  95 % intervals is a test at about the 0.6 % level for equal standard
+  errors, far more conservative than intended (Schenker & Gentleman 2001,
+  *The American Statistician* 55(3):182–186);
+* **fit**: the Wald interval (L_A − L_B) ± z · sqrt(se_A² + se_B²), with
+  se the delta-method standard error of each selected fit
+  (``decay_length_se`` in ``decay_metrics.csv``), must exclude 0 too. A
+  deterministic, exactly translation-invariant table (sinusoidal, RoPE) has
+  no sampling uncertainty at all (a zero-width bootstrap interval), but its
+  decay length still describes a curve that misfits the profile; without
+  this check two such encodings would always "differ".
+
+``exceeds_uncertainty`` is True only when both intervals exclude 0.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import zlib
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..analysis import band_metrics, fit_decay
 from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, bootstrap_profile,
@@ -97,6 +110,17 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
     return fits, result, distance, pooled
 
 
+def _fit_se(metrics, label, seed) -> float:
+    """decay_length_se of the selected profile fit of one run (NaN if none)."""
+    if metrics is None or not len(metrics) or "decay_length_se" not in metrics:
+        return math.nan
+    mine = metrics[(metrics["label"] == label) & metrics["selected"].astype(bool)
+                   & ((metrics["seed"] == seed) if pd.notna(seed) else metrics["seed"].isna())]
+    if "target" in mine:
+        mine = mine[mine["target"] == "profile"]
+    return float(mine["decay_length_se"].iloc[0]) if len(mine) else math.nan
+
+
 def _label_seed(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
@@ -115,11 +139,14 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     -------
     dict with ``comparison`` (one row per label: ``rank`` by decay length,
     1 = longest; ``n_runs``; ``selected_model``; ``decay_length`` and
-    ``decay_length_ci_low`` / ``_ci_high``; ``ci_method``, ``ci_level``,
+    ``decay_length_ci_low`` / ``_ci_high``; ``fit_se`` (delta-method
+    standard error of the selected fit); ``ci_method``, ``ci_level``,
     ``n_resamples``) and ``comparison_pairs`` (one row per pair of labels:
     ``label`` and ``other_label``, their decay lengths, ``difference``
-    = decay_length − other_decay_length with ``difference_ci_low`` /
-    ``_ci_high``, ``exceeds_uncertainty`` (the interval excludes 0) and
+    = decay_length − other_decay_length with its bootstrap interval
+    ``difference_ci_low`` / ``_ci_high`` and its fit interval
+    ``fit_difference_ci_low`` / ``_ci_high``, ``exceeds_uncertainty`` (both
+    intervals exclude 0) and
     ``verdict``: ``longer``, ``shorter``, ``not distinguishable`` or ``not
     comparable`` (a label without a decay length)). Empty dict when no run
     succeeded.
@@ -144,6 +171,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             best = fits.selected
             row |= {"selected_model": best.model if best else "none",
                     "decay_length": best.decay_length if best else math.nan,
+                    "fit_se": best.decay_length_se if best else math.nan,
                     "decay_length_ci_low": result.decay_length_ci[0],
                     "decay_length_ci_high": result.decay_length_ci[1],
                     "ci_method": "seed", "ci_level": level, "n_resamples": n_resamples}
@@ -151,6 +179,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         else:
             run = runs.iloc[0]
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
+                    "fit_se": _fit_se(tables.get("decay_metrics"), label, run["seed"]),
                     "decay_length_ci_low": run.get("decay_length_ci_low", math.nan),
                     "decay_length_ci_high": run.get("decay_length_ci_high", math.nan),
                     "ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
@@ -167,6 +196,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     comparison = comparison.sort_values(["rank", "label"], na_position="last", kind="stable").reset_index(drop=True)
     comparison["seed"] = comparison["seed"].astype("Int64")
     pairs = []
+    z = float(stats.norm.ppf((1 + level) / 2))
     for a, b in itertools.combinations(comparison.to_dict("records"), 2):
         ra, rb = replicates.get(a["label"]), replicates.get(b["label"])
         diff = a["decay_length"] - b["decay_length"]
@@ -174,17 +204,22 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         if np.isfinite(diff) and ra is not None and rb is not None and min(ra.size, rb.size):
             m = min(ra.size, rb.size)
             low, high = percentile_interval(ra[:m] - rb[:m], level)
-        comparable = np.isfinite(diff) and np.isfinite(low) and np.isfinite(high)
-        exceeds = bool(comparable and (low > 0 or high < 0))
-        verdict = ("not comparable" if not comparable else "longer" if low > 0 else "shorter" if high < 0
+        half = z * math.hypot(a["fit_se"], b["fit_se"])
+        fit_low, fit_high = diff - half, diff + half
+        comparable = all(np.isfinite(v) for v in (diff, low, high, fit_low, fit_high))
+        longer, shorter = comparable and low > 0 and fit_low > 0, comparable and high < 0 and fit_high < 0
+        exceeds = bool(longer or shorter)
+        verdict = ("not comparable" if not comparable else "longer" if longer else "shorter" if shorter
                    else "not distinguishable")
         pairs.append({"study": spec.name, "label": a["label"], "kind": a["kind"], "seed": pd.NA,
                       "other_label": b["label"], "other_kind": b["kind"], "decay_length": a["decay_length"],
                       "other_decay_length": b["decay_length"], "difference": diff, "difference_ci_low": low,
-                      "difference_ci_high": high, "ci_level": level, "exceeds_uncertainty": exceeds,
+                      "difference_ci_high": high, "fit_difference_ci_low": fit_low,
+                      "fit_difference_ci_high": fit_high, "ci_level": level, "exceeds_uncertainty": exceeds,
                       "verdict": verdict})
     pairs = pd.DataFrame(pairs, columns=["study", "label", "kind", "seed", "other_label", "other_kind",
                                          "decay_length", "other_decay_length", "difference", "difference_ci_low",
-                                         "difference_ci_high", "ci_level", "exceeds_uncertainty", "verdict"])
+                                         "difference_ci_high", "fit_difference_ci_low", "fit_difference_ci_high",
+                                         "ci_level", "exceeds_uncertainty", "verdict"])
     pairs["seed"] = pairs["seed"].astype("Int64")
     return {"comparison": comparison, "comparison_pairs": pairs}

@@ -1,0 +1,95 @@
+"""Figures of uncertainty: decay lengths with their confidence intervals (a forest plot)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import stats
+
+__all__ = ["plot_decay_length_forest", "forest_figure"]
+
+_COLUMNS = ("label", "decay_length", "decay_length_ci_low", "decay_length_ci_high", "ci_method")
+
+
+def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: float = 7.0) -> Figure:
+    """Forest plot: one row per encoding, its decay length and confidence interval.
+
+    Parameters
+    ----------
+    comparison : DataFrame
+        The ``comparison`` table: columns ``label``, ``decay_length``,
+        ``decay_length_ci_low``, ``decay_length_ci_high`` (positions),
+        ``ci_method`` (``anchor_block`` | ``seed``), optionally ``rank``,
+        ``ci_level``, ``fit_se`` (drawn as the fit's Wald interval) and
+        ``selected_model``. Rows are drawn top to bottom in
+        the table's order (ranked: longest first).
+    title : str, optional
+    width : float
+        Figure width in inches (height grows with the number of rows).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes: a point at each decay length with a thick bar over its
+        bootstrap interval (filled marker: anchor-block bootstrap, open: seed
+        bootstrap) and a thin grey bar over its fit interval; labels without a decay length are listed with the reason
+        "no decay length" at the left edge.
+
+    Raises
+    ------
+    ValueError
+        Missing columns or an empty table.
+    """
+    missing = [c for c in _COLUMNS if c not in comparison.columns]
+    if missing:
+        raise ValueError(f"comparison lacks column(s) {missing}; it has {list(comparison.columns)}")
+    if comparison.empty:
+        raise ValueError("comparison is empty: nothing to plot")
+    n = len(comparison)
+    fig = Figure(figsize=(width, 0.9 + 0.45 * n), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    values = comparison["decay_length"].to_numpy(dtype=float)
+    low = comparison["decay_length_ci_low"].to_numpy(dtype=float)
+    high = comparison["decay_length_ci_high"].to_numpy(dtype=float)
+    finite = np.isfinite(values)
+    level = comparison["ci_level"].dropna().iloc[0] if "ci_level" in comparison and comparison["ci_level"].notna().any() \
+        else None
+    z = float(stats.norm.ppf((1 + (level or 0.95)) / 2))
+    fit = comparison["fit_se"].to_numpy(dtype=float) * z if "fit_se" in comparison else np.zeros(n)
+    reach = np.concatenate([low[finite], values[finite], (values - np.nan_to_num(fit))[finite]])
+    left = np.nanmin(reach) if finite.any() else 0.0
+    for yi, (_, row), v, lo, hi in zip(y, comparison.iterrows(), values, low, high):
+        if not np.isfinite(v):
+            ax.text(left, yi, "no decay length", va="center", ha="left", fontsize=8, color="0.4")
+            continue
+        seed = row["ci_method"] == "seed"
+        fit_se = float(row.get("fit_se", np.nan))
+        if np.isfinite(fit_se):  # thin: the fit's own (Wald) interval
+            ax.plot([v - z * fit_se, v + z * fit_se], [yi, yi], color="0.55", lw=0.9, zorder=1)
+        if np.isfinite(lo) and np.isfinite(hi):
+            ax.plot([lo, hi], [yi, yi], color="C0", lw=2.0, solid_capstyle="butt")
+        ax.plot([v], [yi], marker="o", ms=7, color="C0", mfc="white" if seed else "C0")
+    labels = [textwrap.fill(str(lab) + (f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m
+                                         and m != "none" else ""), 44, break_long_words=False)
+              for lab, m in zip(comparison["label"], comparison.get("selected_model", [""] * n))]
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_ylim(-0.7, n - 0.3)
+    pct = f"{level:.0%} " if level else ""
+    ax.set_xlabel(f"decay length (positions)\nthick: {pct}bootstrap interval · thin grey: {pct}fit interval\n"
+                  "filled dot: anchor-block bootstrap · open dot: seed bootstrap", fontsize=8)
+    ax.grid(axis="x", alpha=0.3, lw=0.5)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def forest_figure(tables: dict[str, pd.DataFrame], title=None) -> Figure | None:
+    """STUDY_FIGURES entry: the forest plot of the ``comparison`` table (None when absent or empty)."""
+    comparison = tables.get("comparison")
+    if comparison is None or comparison.empty:
+        return None
+    return plot_decay_length_forest(comparison, title=title)
