@@ -61,6 +61,10 @@ class AnalysisOptions:
         Blocks per axis of the stored block-averaged heatmaps.
     fit_min_distance : int
         Smallest distance used in decay fits (distance 0 is 1 by construction).
+    precision : {"float64", "float32"}
+        Arithmetic of the similarity profile's FFTs and strips; float32 is
+        about twice as fast, its accuracy is stated in
+        :func:`poslab.analysis.similarity_profile`.
     """
 
     center: bool = False
@@ -68,6 +72,7 @@ class AnalysisOptions:
     models: tuple[str, ...] = tuple(DECAY_MODELS)
     heatmap_bins: int = 128
     fit_min_distance: int = 1
+    precision: str = "float64"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +145,8 @@ def _analysis(raw, where) -> AnalysisOptions:
         if not isinstance(m, list) or not m or any(v not in DECAY_MODELS for v in m):
             raise StudyError(f"{where}: [analysis] models must be a non-empty list from {', '.join(DECAY_MODELS)}; got {m!r}")
         opts["models"] = tuple(m)
+    if "precision" in opts and opts["precision"] not in ("float64", "float32"):
+        raise StudyError(f"{where}: [analysis] precision must be \"float64\" or \"float32\", got {opts['precision']!r}")
     for key in ("heatmap_bins", "fit_min_distance"):
         if key in opts:
             opts[key] = _int(opts[key], f"[analysis] {key}", where, 2 if key == "heatmap_bins" else 0)
