@@ -56,9 +56,9 @@ class LearnedTable:
 
 def _fingerprint(path: Path) -> tuple:
     """Modification times and sizes of ``path`` (a file, or the files up to three levels inside a folder)."""
-    if path.is_file():
-        st = path.stat()
-        return ((path.name, st.st_mtime_ns, st.st_size),)
+    if path.is_file():  # and the config.json beside it, which chooses the tensor and its offset
+        return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                     for p in (path, path.parent / "config.json") if p.is_file())
     out = []
     for root, dirs, files in os.walk(path, followlinks=False):
         depth = len(Path(root).relative_to(path).parts)
