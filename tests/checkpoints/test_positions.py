@@ -194,3 +194,25 @@ def test_inspect_lists_candidates_and_the_choice(tmp_path, make_model, wpe):
     assert "used: none — model_type 'bart' has 2 learned position tables" in result.output
     result = CliRunner().invoke(main, ["inspect", str(bart), "--key", "nope"])
     assert result.exit_code == 1 and "no tensor 'nope'" in result.output
+
+
+@pytest.mark.parametrize("config, name", [
+    ({"model_type": "gpt_neo", "max_position_embeddings": 24}, "transformer.wpe.weight"),
+    ({"model_type": "openai-gpt", "n_positions": 24}, "transformer.positions_embed.weight"),
+    ({"model_type": "distilbert", "max_position_embeddings": 24}, "distilbert.embeddings.position_embeddings.weight"),
+    ({"model_type": "whisper", "max_target_positions": 24}, "decoder.positional_embedding"),  # OpenAI's names
+])
+def test_more_text_families(tmp_path, make_model, wpe, config, name):
+    folder = make_model(tmp_path, config, {name: wpe[40:64, :16], "lm_head.weight": wpe[:3, :16]})
+    enc = learned(folder)
+    np.testing.assert_array_equal(enc.generate(24, 1), wpe[40:64, :16])
+    assert (enc.run_info(24)["tensor"], enc.run_info(24)["row_offset"]) == (name, 0)
+
+
+def test_distilbert_sinusoidal_table_is_recognised_not_taken(tmp_path, make_model, wpe):
+    folder = make_model(tmp_path, {"model_type": "distilbert", "max_position_embeddings": 24, "sinusoidal_pos_embds": True},
+                        {"distilbert.embeddings.position_embeddings.weight": wpe[:24, :16]})
+    with pytest.raises(ValueError, match="is sinusoidal \\(fixed\\), not learned; pass key"):
+        learned(folder).generate(4, 1)
+    key = "distilbert.embeddings.position_embeddings.weight"
+    np.testing.assert_array_equal(learned(folder, key=key).generate(24, 1), wpe[:24, :16])
