@@ -1,25 +1,29 @@
 """Choose a checkpoint's learned position table from ``config.json`` ``model_type`` and tensor names.
 
 For every supported family (:data:`FAMILIES`) we know which tensors are
-position tables, which config key counts the positions, and which row holds
-position 0 in that family's code (transformers):
+position tables (matched after any prefix such as ``transformer.``,
+``model.``, ``bert.``, ``roberta.``, ``vision_model.``), which config key
+counts the positions, and which row holds position 0 in transformers' code:
 
-========================  ====================================  ==========================================
-model_type                tensor (any prefix: transformer., ...)  row of position 0
-========================  ====================================  ==========================================
-gpt2, gpt_neo, openai-gpt ``wpe.weight``, ``positions_embed.weight`` 0 = rows − n_positions
-bert, distilbert          ``embeddings.position_embeddings.weight``  0 = rows − max_position_embeddings
-roberta, xlm-roberta      ``embeddings.position_embeddings.weight``  padding_idx + 1 = pad_token_id + 1
-                                                                 (rows = max_position_embeddings)
-opt                       ``decoder.embed_positions.weight``     2 = rows − max_position_embeddings
-bart                      ``encoder.``/``decoder.embed_positions.weight`` 2 (two tables: choose with key)
-whisper                   ``decoder.embed_positions.weight``     0 = rows − max_target_positions; the
-                                                                 encoder's table is sinusoidal (fixed)
-vit / deit                ``embeddings.position_embeddings``     1 / 2 prefix rows (CLS / CLS +
-                          (1, prefix + N, d)                     distillation), then the patch grid
-clip / siglip (+ _vision  ``vision_model.embeddings.            1 (CLS) / 0, then the patch grid;
-_model)                   position_embedding.weight``            full models also hold a text table
-========================  ====================================  ==========================================
+- gpt2, gpt_neo, openai-gpt: ``wpe.weight`` / ``positions_embed.weight``;
+  offset 0 = rows − n_positions (max_position_embeddings).
+- bert, distilbert: ``embeddings.position_embeddings.weight``; offset 0.
+  DistilBERT with ``sinusoidal_pos_embds`` has a fixed sinusoidal table.
+- roberta, xlm-roberta: the same name; positions start at padding_idx + 1 =
+  pad_token_id + 1, and rows = max_position_embeddings (514 for 512 positions).
+- opt: ``decoder.embed_positions.weight``; offset 2 = rows − max_position_embeddings.
+- bart: ``encoder.`` and ``decoder.embed_positions.weight``, offset 2 each
+  (two learned tables: choose one with ``key``).
+- whisper: the decoder's ``embed_positions.weight`` (or OpenAI's
+  ``decoder.positional_embedding``) is learned, offset 0 = rows −
+  max_target_positions; the encoder's is sinusoidal (fixed): recognised,
+  never taken as learned.
+- vit, deit: ``embeddings.position_embeddings`` of shape (1, prefix + N, d),
+  prefix 1 (CLS) or 2 (CLS + distillation), then the image_size / patch_size grid.
+- clip, siglip (and their ``_vision_model`` types):
+  ``vision_model.embeddings.position_embedding.weight`` (N + prefix, d),
+  prefix 1 (CLS) or 0, grid from ``vision_config``; full models also hold a
+  text table (``text_model...``), so they need ``key``.
 
 The offset is always computed from the table and the config (rows minus the
 configured number of positions, or rows minus the patch grid) and then
@@ -274,8 +278,13 @@ def _from_slot(info: TensorInfo, family: Family, slot: Slot, config: dict) -> Ca
     key = next((k for k in slot.length_keys if k in cfg), None)
     length = cfg[key] if key else slot.length_default
     source = f"{where}{key}" if key else f"{where}{slot.length_keys[0]} (not in config: transformers' default)"
+    if not isinstance(length, int) or isinstance(length, bool):
+        return Candidate(info, role, what, problem=f"config {source} = {length!r} is not an integer")
     if slot.offset == "padding":
         pad = cfg.get("pad_token_id", 1)
+        if not isinstance(pad, int) or isinstance(pad, bool):
+            return Candidate(info, role, what, problem=f"config {where}pad_token_id = {pad!r} is not an integer; "
+                                                       f"{family.name} positions start at pad_token_id + 1")
         offset = pad + 1
         reason = (f"positions start at padding_idx + 1 = pad_token_id {pad} + 1 = {offset}"
                   f"{'' if 'pad_token_id' in cfg else ' (pad_token_id not in config: default 1)'}; "
