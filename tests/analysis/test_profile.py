@@ -148,3 +148,121 @@ def test_block_similarity_excludes_invalid_positions():
         s = cosine_similarity(C10)
     assert blocks.mean_similarity[1, 1] == pytest.approx(np.nanmean(s[2:, 2:]), abs=1e-14)
     assert blocks.mean_similarity[0, 1] == pytest.approx(np.nanmean(s[:2, 2:]), abs=1e-14)
+
+
+# --- the FFT mean and the anchor-sampled std (issue 4: no n x n matrix) ---
+
+
+def _diagonal_oracle(table):
+    """Every diagonal of the full cosine-similarity matrix (an independent O(n²) path)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InvalidPositionsWarning)
+        s = cosine_similarity(table)
+    n = len(s)
+    diags = [np.diagonal(s, k) for k in range(n)]
+    diags = [d[np.isfinite(d)] for d in diags]
+    return (np.array([d.mean() if d.size else np.nan for d in diags]),
+            np.array([d.std() if d.size else np.nan for d in diags]), np.array([d.size for d in diags]))
+
+
+def _holey(rng, n, dim):
+    table = rng.normal(size=(n, dim)) + 0.5
+    table[rng.choice(n, size=n // 7, replace=False)] = 0.0  # excluded rows scattered everywhere
+    table[5] = np.nan
+    return table
+
+
+def test_fft_mean_and_exact_n_pairs_with_many_excluded_rows(rng):
+    table = _holey(rng, 900, 24)
+    mean, std, count = _diagonal_oracle(table)
+    with pytest.warns(InvalidPositionsWarning):
+        prof = similarity_profile(table)
+    np.testing.assert_array_equal(prof.n_pairs, count)
+    np.testing.assert_allclose(prof.mean_similarity, mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(prof.std_similarity, std, rtol=0, atol=1e-12)
+    assert prof.std_exact and np.array_equal(prof.std_pairs, prof.n_pairs)
+
+
+def test_fft_mean_agrees_to_1e_9_where_pairs_are_few(gpt2_table):
+    """Real GPT-2 rows repeated to 3072 positions: the last distances average 1..few pairs."""
+    table = np.concatenate([gpt2_table, gpt2_table[::-1], gpt2_table])
+    mean, _, count = _diagonal_oracle(table)
+    prof = similarity_profile(table)
+    np.testing.assert_array_equal(prof.n_pairs, count)
+    np.testing.assert_allclose(prof.mean_similarity, mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(prof.mean_similarity[:2048], mean[:2048], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("maker", ["gpt2", "random_biased", "sinusoidal"])
+def test_float32_within_stated_accuracy(maker, gpt2_table, rng):
+    table = {"gpt2": lambda: gpt2_table,
+             "random_biased": lambda: rng.normal(size=(1500, 32)) + 3.0,  # cos ~ 0.9: the hardest case for the FFT
+             "sinusoidal": lambda: make_encoding("sinusoidal").generate(1500, 64)}[maker]()
+    exact = similarity_profile(table)
+    fast = similarity_profile(table, precision="float32")
+    n = len(table)
+    # stated in the docstring: |Δ mean| <= ~1e-7 · n / n_pairs, |Δ std| <= 2e-7
+    assert np.all(np.abs(fast.mean_similarity - exact.mean_similarity) <= 2e-7 * n / exact.n_pairs)
+    assert np.abs(fast.std_similarity - exact.std_similarity).max() <= 2e-7
+    np.testing.assert_array_equal(fast.n_pairs, exact.n_pairs)
+    with pytest.raises(ValueError, match="precision must be one of float64, float32"):
+        similarity_profile(table, precision="float16")
+
+
+def _sampled_pairs_oracle(table, anchors, max_distance, strata):
+    """Brute force over the sampled pairs: (a, a + k) for every anchor a, and (a − k, a) unless a − k is an
+    anchor; weighted std with weight 1 for pairs touching position 0 or n − 1, else 1 / P(pair sampled)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InvalidPositionsWarning)
+        s = cosine_similarity(table)
+    n, anchor_set = len(table), set(anchors.tolist())
+    inverse_p = 1 / (1 - (1 - strata / n) ** 2)
+    values = [[] for _ in range(max_distance + 1)]
+    for a in anchors:
+        for k in range(max_distance + 1):
+            for backward, (i, j) in enumerate(((a, a + k), (a - k, a))):
+                if i < 0 or j >= n or not np.isfinite(s[i, j]) or (backward and (k == 0 or i in anchor_set)):
+                    continue
+                values[k].append((1.0 if k == 0 else s[i, j], 1.0 if {i, j} & {0, n - 1} else inverse_p))
+    std = []
+    for v in values:
+        x, w = np.array(v).T if v else (np.array([]), np.array([]))
+        m = np.average(x, weights=w) if v else np.nan
+        std.append(np.sqrt(np.average((x - m) ** 2, weights=w)) if v else np.nan)
+    return np.array(std), np.array([len(v) for v in values])
+
+
+@pytest.mark.parametrize("max_distance", [None, 40])
+def test_sampled_std_is_the_std_of_the_sampled_pairs(max_distance, monkeypatch, rng):
+    import poslab.analysis.profile as mod
+
+    monkeypatch.setattr(mod, "_EXACT_STD_POSITIONS", 100)
+    monkeypatch.setattr(mod, "_STD_ANCHORS", 12)
+    monkeypatch.setattr(mod, "_BLOCK_ENTRIES", 3000)  # many column blocks
+    table = _holey(rng, 400, 10)
+    with pytest.warns(InvalidPositionsWarning):
+        prof = similarity_profile(table, max_distance=max_distance)
+    anchors = mod._stratified_anchors(400, 12, np.random.default_rng(mod._STD_SEED))
+    assert anchors[0] == 0 and anchors[-1] == 399 and len(anchors) <= 14
+    std, pairs = _sampled_pairs_oracle(table, anchors, len(prof.distance) - 1, strata=12)
+    np.testing.assert_array_equal(prof.std_pairs, pairs)
+    np.testing.assert_allclose(prof.std_similarity, std, rtol=0, atol=1e-12)
+    assert not prof.std_exact and (prof.std_pairs <= prof.n_pairs).all()
+    mean, _, count = _diagonal_oracle(table)  # the mean stays exact
+    np.testing.assert_allclose(prof.mean_similarity, mean[:len(prof.distance)], rtol=0, atol=1e-12)
+
+
+def test_sampled_std_accuracy_on_real_gpt2(gpt2_table, monkeypatch):
+    """128 anchors on the 1024 GPT-2 positions (forced sampling) against the exact std: the stated accuracy."""
+    import poslab.analysis.profile as mod
+
+    exact = similarity_profile(gpt2_table)
+    monkeypatch.setattr(mod, "_EXACT_STD_POSITIONS", 0)
+    sampled = similarity_profile(gpt2_table)
+    np.testing.assert_array_equal(sampled.mean_similarity, exact.mean_similarity)
+    k = slice(1, 512)  # >= ~128 sampled pairs each
+    rel = np.abs(sampled.std_similarity[k] / exact.std_similarity[k] - 1)
+    se = 1 / np.sqrt(2 * sampled.std_pairs[k])  # Gaussian-like spreads (docstring)
+    assert np.median(rel) < 0.05 and np.mean(rel < 3 * se) > 0.95
+    assert np.isfinite(sampled.std_similarity).all() and sampled.std_pairs.min() >= 1
+    assert sampled.std_pairs[-1] == 1 == sampled.n_pairs[-1]  # both end positions are anchors

@@ -101,10 +101,14 @@ def similarity_profile(table, *, max_distance: int | None = None, center: bool =
     invalid : {"exclude", "raise"}
         Zero or non-finite rows: excluded with a warning, or an error.
     precision : {"float64", "float32"}
-        Arithmetic of the FFTs and strips (inputs are normalised in float64
-        and results are float64 either way). float32 is about twice as fast;
-        its mean differs from float64 by up to ~1e-6 · sqrt(n_positions /
-        n_pairs) (measured: ≤ 3e-6 at n = 4096, dim = 768; benchmarks/README.md).
+        Arithmetic of the FFTs and strips (rows are normalised in float64 and
+        results are float64 either way). float32 is about twice as fast (see
+        benchmarks/README.md). Its mean differs from float64 by at most
+        ~1e-7 · n_positions / n_pairs: ≤ 2e-7 up to distance n/2, but growing
+        towards the last distances, which have few pairs (measured maximum of
+        |Δ| · n_pairs / n_positions: 6.5e-8 over real GPT-2, random, biased
+        random, sinusoidal and RoPE tables, n up to 16384); its std by ≤ 2e-7.
+        Use float64 when the longest distances matter.
 
     Returns
     -------
@@ -123,8 +127,9 @@ def similarity_profile(table, *, max_distance: int | None = None, center: bool =
     FFTs of length ``next_fast_len(n + max_distance)`` (Wiener–Khinchin: the
     power spectra are summed over dims, then one inverse FFT), in chunks of
     dims so that at most ~4·10⁶ entries are held: O(dim · n log n) time,
-    O(n · dim) memory. float64 agrees with the brute-force loop to ~1e-12
-    (the FFT's rounding error, ~1e-16 · n_valid, divided by n_pairs).
+    O(n · dim) memory. float64 agrees with the brute-force loop to
+    ~1e-16 · n_positions / n_pairs (the FFT's rounding error on the summed
+    power, divided by the pairs): ≤ 1e-12 at n = 4096, ≤ 1e-9 at any n up to 10⁷.
 
     **Standard deviation.** The sum of squares Σ_i (u_i · u_{i+k})² would need
     dim² FFTs, so S itself is streamed: rows of S for a set of anchor
@@ -137,7 +142,9 @@ def similarity_profile(table, *, max_distance: int | None = None, center: bool =
     seed (so results are reproducible), with positions 0 and n − 1 always
     included; each anchor contributes its pairs (a, a + k) and (a − k, a), a
     pair counted once. At distance k that is about 2 · 128 · (n − k) / n
-    pairs (at least 1) sampled without replacement: the estimate's relative
+    pairs (at least 1) sampled without replacement, each weighted by the
+    inverse of its chance of being sampled (so the two ends, always in, are
+    not over-represented): the estimate's relative
     standard error is about sqrt((κ − 1) / (4 · std_pairs)) (κ the kurtosis
     of the similarities; ~4 % at small distances for Gaussian-like spreads,
     larger near k = n). Measured against the exact std on real GPT-2, random
@@ -168,10 +175,11 @@ def _similarity_profile(units: UnitRows, max_distance: int, *, precision: str = 
     if n_pairs[0] > 0:
         mean[0] = 1.0
     if n <= _EXACT_STD_POSITIONS:
-        anchors = np.arange(n)
+        anchors, pair_weight = np.arange(n), 1.0
     else:
         anchors = _stratified_anchors(n, _STD_ANCHORS, np.random.default_rng(_STD_SEED))
-    std, std_pairs = _std_from_anchors(u, valid, mean, anchors, dtype)
+        pair_weight = _pair_weight(n, _STD_ANCHORS)
+    std, std_pairs = _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight)
     return SimilarityProfile(
         distance=np.arange(size),
         mean_similarity=mean,
@@ -207,25 +215,39 @@ def _stratified_anchors(n: int, count: int, rng: np.random.Generator) -> np.ndar
     return np.unique(np.concatenate([[0, n - 1], np.clip(draws, 0, n - 1)]))
 
 
-def _std_from_anchors(u, valid, mean, anchors, dtype):
+def _pair_weight(n: int, strata: int) -> float:
+    """Inverse probability that a pair away from both ends is sampled: either of its
+    positions drawn, each with probability 1 / (stratum width) = strata / n."""
+    p = strata / n
+    return 1.0 / (1.0 - (1.0 - p) ** 2)
+
+
+def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
     """Population std per distance over the pairs (a, a + k) and (a − k, a) of the anchors a.
 
     Columns of S are taken in blocks, each multiplied by the anchors within
     max_distance of it (a strip of at most ~_BLOCK_ENTRIES entries). A pair
     counts once: a backward pair (a − k, a) is skipped when a − k is itself an
     anchor (it was counted forward), so with every position an anchor the
-    pairs are exactly those of the profile. Each value enters as its
-    difference from the FFT mean (shifted data: no cancellation where the
-    spread is ~0). Returns (std, pairs used), each of shape (max_distance + 1,).
+    pairs are exactly those of the profile. A sampled pair is weighted by the
+    inverse of its probability of being sampled (Horvitz–Thompson): 1 if it
+    touches position 0 or n − 1 (always anchors), else ``pair_weight``, so
+    the always-included ends are not over-represented. Each value
+    enters as its difference from the FFT mean (shifted data: no
+    cancellation where the spread is ~0). Returns (std, pairs used), each of
+    shape (max_distance + 1,).
     """
     n, size = len(u), len(mean)
     max_distance = size - 1
     is_anchor = np.zeros(n, bool)
     is_anchor[anchors] = True
-    backward = len(anchors) < n  # with every position an anchor, forward pairs are all pairs
+    sampled = len(anchors) < n  # else every position is an anchor and forward pairs are all pairs
+    weight = np.full(n, pair_weight)  # of a pair (anchor, column)
+    weight[[0, -1]] = 1.0
     anchors = anchors[valid[anchors]]
     shift = np.nan_to_num(mean)
     count = np.zeros(size)
+    sum_w = np.zeros(size)
     total = np.zeros(size)
     squares = np.zeros(size)
     uu = u.astype(dtype, copy=False)
@@ -236,16 +258,18 @@ def _std_from_anchors(u, valid, mean, anchors, dtype):
         strip = np.clip(uu[near] @ uu[c0:c1].T, -1.0, 1.0)  # S[near, c0:c1]
         for a, row in zip(near.tolist(), strip):
             for lo, hi, sign in ((max(a, c0), min(c1, a + size), 1), (max(a - max_distance, c0), min(c1, a), -1)):
-                if lo >= hi or (sign < 0 and not backward):
+                if lo >= hi or (sign < 0 and not sampled):
                     continue
                 ok = valid[lo:hi] if sign > 0 else valid[lo:hi] & ~is_anchor[lo:hi]
+                w = ok * (1.0 if weight[a] == 1.0 else weight[lo:hi])
                 k = slice(lo - a, hi - a) if sign > 0 else slice(a - lo, a - hi, -1)  # distance of each column
                 d = np.where(ok, row[lo - c0:hi - c0] - shift[k], 0.0)
                 count[k] += ok
-                total[k] += d
-                squares[k] += d * d
+                sum_w[k] += w
+                total[k] += w * d
+                squares[k] += w * d * d
     with np.errstate(invalid="ignore", divide="ignore"):
-        var = squares / count - (total / count) ** 2
+        var = squares / sum_w - (total / sum_w) ** 2
         std = np.where(count > 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
     if count[0] > 0:
         std[0] = 0.0
