@@ -247,8 +247,7 @@ def _from_slot(info: TensorInfo, family: Family, slot: Slot, config: dict) -> Ca
     what = f"{family.name} {slot.what}"
     rows = _table_rows(info.shape)
     if info.dtype not in FLOAT_DTYPES:
-        return Candidate(info, "integer buffer" if "int" in info.dtype else "not a table", what,
-                         problem=f"dtype {info.dtype} is not a float table")
+        return _bad_dtype(info, what)
     if rows is None:
         return Candidate(info, "not a table", what, problem=f"shape {info.shape} is not (rows, dim) or (1, rows, dim)")
     cfg = config.get(slot.section, {}) if slot.section else config
@@ -301,10 +300,16 @@ def _from_slot(info: TensorInfo, family: Family, slot: Slot, config: dict) -> Ca
     return Candidate(info, role, what, offset, length if offset >= 0 else None, reason=reason, problem=problem)
 
 
+def _bad_dtype(info: TensorInfo, what: str = "") -> Candidate:
+    if "int" in info.dtype or info.dtype == "bool":
+        return Candidate(info, "integer buffer", what, problem=f"dtype {info.dtype} is not a float table")
+    return Candidate(info, "not a table", what, problem=f"dtype {info.dtype} has no numpy equivalent; "
+                                                       "save the tensor as float32")
+
+
 def _by_name(info: TensorInfo) -> Candidate:
     if info.dtype not in FLOAT_DTYPES:
-        return Candidate(info, "integer buffer" if "int" in info.dtype else "not a table",
-                         problem=f"dtype {info.dtype} is not a float table")
+        return _bad_dtype(info)
     rows = _table_rows(info.shape)
     if rows is None:
         return Candidate(info, "not a table", problem=f"shape {info.shape} is not (rows, dim) or (1, rows, dim)")
