@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from poslab.analysis import decay
 from poslab.analysis.decay import DECAY_MODELS, DecayFits, fit_decay
@@ -408,3 +409,151 @@ def test_decay_length_beyond_the_data_is_out_of_range():
     y = 0.6 * np.exp(-d / 2000.0) + 0.2  # barely decays within the window
     fit = fit_decay(d, y, models=["exponential"]).fits[0]
     assert fit.status == "out_of_range" and "extrapolation" in fit.message and np.isnan(fit.decay_length)
+
+
+# ---------------------------------------------------------------- issue 5: fitting done right
+
+
+def test_weights_are_the_standard_error_of_the_mean_with_a_floor():
+    n = np.array([100.0, 100.0, 25.0, 4.0])
+    std = np.array([0.2, 1e-9, 0.2, 0.4])
+    pooled = math.sqrt(np.sum(n * std**2) / n.sum())
+    se = decay.fit_weights(n, std)
+    np.testing.assert_allclose(se, [0.02, 0.1 * pooled / 10, 0.04, 0.2])  # the tiny std is floored
+    np.testing.assert_allclose(decay.fit_weights(n, None), 1 / np.sqrt(n))
+    assert decay.fit_weights(None, std) is None
+    # an exactly translation-invariant profile (std 0 everywhere): the absolute floor, weights ~ n_pairs
+    np.testing.assert_allclose(decay.fit_weights(n, np.zeros(4)), 1e-6 / np.sqrt(n))
+
+
+def test_aicc_and_akaike_weights():
+    d, y, _ = synthetic("exponential", "unit")
+    fits = fit_decay(d, y, n_pairs=1024 - d, std=np.full(d.size, 0.03))
+    ok = [f for f in fits.fits if f.status == "ok"]
+    for f in ok:
+        k = len(f.params)
+        assert f.aicc == pytest.approx(f.aic + 2 * k * (k + 1) / (f.n_points - k - 1), rel=1e-12)
+    best = min(f.aicc for f in ok)
+    raw = np.array([math.exp(-(f.aicc - best) / 2) for f in ok])
+    np.testing.assert_allclose([f.akaike_weight for f in ok], raw / raw.sum(), rtol=1e-12)
+    assert fits.selected.aicc == best
+    assert all(math.isnan(f.akaike_weight) for f in fits.fits if f.status != "ok")
+
+
+def test_wald_intervals_cover_the_truth_with_independent_noise():
+    """With i.i.d. noise the 95 % Wald intervals of the parameters and of the decay length
+    cover the true values in about 95 % of 100 repetitions."""
+    d = np.arange(1, 200, dtype=float)
+    truth = {"amplitude": 0.6, "length": 30.0, "asymptote": 0.2}
+    covered = {p: 0 for p in [*truth, "decay_length"]}
+    for seed in range(100):
+        y = DECAY_MODELS["exponential"].function(d, *truth.values()) + np.random.default_rng(seed).normal(0, 0.01, d.size)
+        f = fit_decay(d, y, models="exponential").fits[0]
+        assert f.status == "ok" and f.ci_level == 0.95
+        for p, v in truth.items():
+            covered[p] += f.ci[p][0] <= v <= f.ci[p][1]
+        covered["decay_length"] += f.decay_length_ci[0] <= 30.0 <= f.decay_length_ci[1]
+        assert f.decay_length_se == pytest.approx(f.stderr["length"], rel=1e-5)  # decay length = length
+    assert all(88 <= c <= 99 for c in covered.values()), covered
+
+
+def test_level_changes_the_interval_width():
+    d, y, _ = synthetic("exponential", "unit")
+    wide = fit_decay(d, y, models="exponential", level=0.99).fits[0]
+    narrow = fit_decay(d, y, models="exponential", level=0.5).fits[0]
+    t99, t50 = stats.t.ppf(0.995, d.size - 3), stats.t.ppf(0.75, d.size - 3)
+    assert (wide.ci["length"][1] - wide.params["length"]) / (narrow.ci["length"][1] - narrow.params["length"]) \
+        == pytest.approx(t99 / t50, rel=1e-9)
+    for bad in (0.0, 1.0, "0.9"):
+        with pytest.raises(ValueError, match="level"):
+            fit_decay(d, y, level=bad)
+
+
+def test_relative_standard_error_above_one_is_not_identifiable():
+    """A decay of amplitude 0.002 hidden in noise of 0.01: whatever the optimiser finds, the amplitude
+    or length is not determined (relative se > 1), and no number is reported."""
+    d = np.arange(1, 400, dtype=float)
+    rng = np.random.default_rng(4)
+    statuses = set()
+    for trial in range(10):
+        y = 0.002 * np.exp(-d / 20) + rng.normal(0, 0.01, d.size)
+        f = fit_decay(d, y, models="exponential").fits[0]
+        statuses.add(f.status)
+        if f.status == "not_identifiable" and "relative standard error" in f.message:
+            assert math.isnan(f.decay_length) and math.isnan(f.ci["length"][0])
+    assert "ok" not in statuses and "not_identifiable" in statuses
+
+
+@pytest.mark.parametrize("y, status", [
+    (np.full(40, 0.3), "flat"),                                   # a constant (C11 kind, not zero)
+    (np.r_[0.2 + 0.001 * np.arange(40)], "rising"),                # C12's rising profile, short
+    (np.r_[0.2 + 1e-12 * np.sin(np.arange(40))], "flat"),        # float jitter is no decay
+])
+def test_degenerate_profiles_get_statuses(y, status):
+    d = np.arange(1, 41, dtype=float)
+    fits = fit_decay(d, y)
+    assert {f.status for f in fits.fits} == {status}
+    assert fits.selected is None and all(math.isnan(f.decay_length) for f in fits.fits)
+
+
+def test_two_pairs_or_fewer_and_all_nan():
+    d = np.arange(1, 30, dtype=float)
+    y = np.exp(-d / 5)
+    fits = fit_decay(d, y, n_pairs=np.ones(d.size), std=np.zeros(d.size))  # one pair everywhere: dropped
+    assert {f.status for f in fits.fits} == {"too_few_points"} and fits.fits[0].n_points == 0
+    fits = fit_decay(d, np.full(d.size, np.nan))
+    assert {f.status for f in fits.fits} == {"too_few_points"}
+
+
+def test_a_decay_with_a_long_noisy_tail_is_not_rising():
+    """A fast decay followed by 1000 distances of noise has Spearman rho > 0 over the tail but is no rise."""
+    from poslab.analysis import similarity_profile
+    from poslab.encodings import make_encoding
+
+    table = make_encoding("smoothed_random", length_scale=4.0).generate(1024, 256, rng=np.random.default_rng(0))
+    p = similarity_profile(table)
+    fits = fit_decay(p.distance[1:], p.mean_similarity[1:], n_pairs=p.n_pairs[1:], std=p.std_similarity[1:])
+    assert fits.selected is not None and fits.selected.decay_length == pytest.approx(8.0, rel=0.05)
+
+
+def test_envelope_of_an_oscillating_profile():
+    """A damped oscillation around a slow exponential: the envelope is the running maximum from the
+    right, fitted where the profile touches it, and reported as target = envelope."""
+    d = np.arange(1, 600, dtype=float)
+    y = 0.5 * np.exp(-d / 150) + 0.1 * np.cos(2 * np.pi * d / 40) * np.exp(-d / 300) + 0.2
+    envelope, touches = decay.upper_envelope(y)
+    assert np.all(envelope >= y) and np.all(np.diff(envelope) <= 0) and np.array_equal(envelope[touches], y[touches])
+    assert decay.oscillates(y) and not decay.oscillates(np.exp(-d / 50))
+    fits = fit_decay(d, y, target="envelope")
+    assert fits.target == "envelope" and {f.target for f in fits.fits} == {"envelope"}
+    assert fits.distance.size == touches.sum() and fits.selected is not None
+    frame = fits.to_frame()
+    assert (frame["target"] == "envelope").all()
+    # the envelope of a monotone profile is the profile: same fit
+    mono = np.exp(-d / 50) + 0.1
+    a = fit_decay(d, mono, models="exponential").fits[0]
+    b = fit_decay(d, mono, models="exponential", target="envelope").fits[0]
+    assert a.decay_length == pytest.approx(b.decay_length, rel=1e-12)
+    with pytest.raises(ValueError, match="target"):
+        fit_decay(d, y, target="peaks")
+
+
+def test_envelope_of_a_flat_profile_is_flat():
+    d = np.arange(1, 64, dtype=float)
+    assert {f.status for f in fit_decay(d, np.zeros_like(d), target="envelope").fits} == {"flat"}
+
+
+def test_a_noisy_tail_is_not_an_oscillation(gpt2_table):
+    from poslab.analysis import similarity_profile
+    from poslab.encodings import make_encoding
+
+    fooled = 0
+    for seed in range(3):
+        table = make_encoding("smoothed_random", length_scale=3.0).generate(256, 64, rng=np.random.default_rng(seed))
+        p = similarity_profile(table)
+        se = decay.fit_weights(p.n_pairs[1:], p.std_similarity[1:])
+        assert not decay.oscillates(p.mean_similarity[1:], se=se)
+        fooled += decay.oscillates(p.mean_similarity[1:])  # without standard errors the noise passes
+    assert fooled == 3
+    p = similarity_profile(gpt2_table)  # the helix: a real oscillation
+    assert decay.oscillates(p.mean_similarity[1:], se=decay.fit_weights(p.n_pairs[1:], p.std_similarity[1:]))

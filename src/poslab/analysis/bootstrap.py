@@ -24,8 +24,11 @@ For every resampled profile the band widths are recomputed and the selected
 decay model is refitted (same model and weights, started from the original
 estimate, with Levenberg–Marquardt — ``method="lm"``, six times faster than
 the bounded trust-region fit and, from a start at the optimum, the same
-answer); a refit that fails, or ends on or outside the model's bounds, is a
-NaN replicate and is counted (more than 10 % failures leave the decay-length
+answer; a refit that leaves the model's bounds is redone with the bounded
+fit, and a replicate on a bound is kept, since dropping it would censor the
+distribution when the truth lies on the bound, as a stretched exponential's
+stretch = 2 for a Gaussian profile); a refit that fails is a NaN replicate
+and is counted (more than 10 % failures leave the decay-length
 interval empty: the fit is unstable under resampling). Intervals are percentile intervals at ``level``
 (Efron & Tibshirani 1993, §13.3). Resampling is seeded
 (``numpy.random.default_rng(seed)``), so results are reproducible.
@@ -128,8 +131,10 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     starts = np.arange(0, n, block_length)
     sums = np.zeros((starts.size, size))
     counts = np.zeros((starts.size, size))
-    # several blocks per matrix product while the strip stays below _BLOCK_ENTRIES
-    per = max(1, int(_BLOCK_ENTRIES // (block_length * (block_length + max_distance))))
+    # several blocks per matrix product: about max(max_distance, 64) rows (a strip of R rows x (R + max_distance)
+    # columns holds R * max_distance useful entries), and below _BLOCK_ENTRIES
+    per = max(1, min(math.ceil(max(max_distance, 64) / block_length),
+                     int(_BLOCK_ENTRIES // (block_length * (block_length + max_distance)))))
     for g0 in range(0, starts.size, per):
         blocks = range(g0, min(starts.size, g0 + per))
         r0, r1 = starts[blocks[0]], min(n, starts[blocks[-1]] + block_length)
@@ -313,10 +318,13 @@ def _refit(fits: DecayFits, distance, profiles, counts) -> tuple[np.ndarray, int
                 warnings.simplefilter("ignore")
                 popt, _ = optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
                                              absolute_sigma=False, method="lm", maxfev=MAXFEV)
-            pinned = np.any(np.minimum(popt - lower, upper - popt) <= 1e-6 * (upper - lower))  # or outside
-            length = model.decay_length(popt)
-            if pinned or not np.isfinite(length):
-                raise ValueError("at bound")
+                if np.any((popt < lower) | (popt > upper)):  # left the model: redo within the bounds
+                    popt, _ = optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
+                                                 absolute_sigma=False, bounds=(lower, upper), method="trf",
+                                                 x_scale="jac", maxfev=MAXFEV)
+                length = model.decay_length(popt)
+            if not np.isfinite(length):
+                raise ValueError("no finite decay length")
             reps[r] = length
         except Exception:  # noqa: BLE001 - a failed refit is a NaN replicate, counted
             failed += 1

@@ -65,8 +65,9 @@ assume independent residuals.
 
 Envelope target
 ---------------
-An oscillating profile (sinusoidal, RoPE, GPT-2's helix) is also fitted on
-its upper envelope (``target="envelope"``): the running maximum from the
+An oscillating profile (sinusoidal, RoPE, GPT-2's helix; :func:`oscillates`:
+it rises back by more than 5 % of its range and 25 median standard errors)
+is also fitted on its upper envelope (``target="envelope"``): the running maximum from the
 right, M(d) = max_{d' >= d} y(d'), the smallest non-increasing curve on or
 above the profile (:func:`upper_envelope`). The fit uses the distances where
 the profile touches it, y(d) = M(d), i.e. where the profile exceeds every
@@ -101,6 +102,8 @@ STD_FLOOR_FRACTION = 0.1
 STD_FLOOR_ABSOLUTE = 1e-6
 #: A profile oscillates when it rises back by more than this fraction of its range.
 OSCILLATION_MIN_DEPTH = 0.05
+#: ... and by more than this many median standard errors.
+OSCILLATION_MIN_SE = 25.0
 #: Parameters that are positive scales: a relative standard error above 1 makes them not identifiable.
 _SCALE_PARAMS = ("amplitude", "length", "sigma", "period", "exponent", "stretch")
 
@@ -369,17 +372,40 @@ def upper_envelope(similarity) -> tuple[np.ndarray, np.ndarray]:
     return envelope, y >= envelope
 
 
-def oscillates(similarity) -> bool:
-    """True if the profile rises back by more than OSCILLATION_MIN_DEPTH (5 %) of its range.
+def oscillates(similarity, *, se=None) -> bool:
+    """True if the profile rises back by more than noise: an oscillation worth an envelope fit.
 
-    The depth is max(M - y) with M the :func:`upper_envelope`; finite values only.
+    Parameters
+    ----------
+    similarity : array_like of shape (n_distances,)
+        Profile in order of increasing distance; non-finite values are skipped.
+    se : array_like of shape (n_distances,), optional
+        Standard errors of the points (:func:`fit_weights`).
+
+    Returns
+    -------
+    bool
+        The depth max(M − y), M the :func:`upper_envelope`, exceeds both
+        OSCILLATION_MIN_DEPTH (5 %) of the profile's range and, given ``se``,
+        OSCILLATION_MIN_SE (25) times the median standard error. The second
+        condition keeps a noisy tail from passing for an oscillation: the
+        standard errors treat neighbouring anchors as independent, while the
+        profile's noise is correlated over distances and rises several times
+        higher: 15-20 standard errors in the tail of a smoothed_random table of
+        dim 64 (a heuristic threshold, not a test; GPT-2 rises by 80).
     """
     y = np.asarray(similarity, dtype=float)
-    y = y[np.isfinite(y)]
+    keep = np.isfinite(y)
+    if se is not None:
+        se = np.asarray(se, dtype=float)
+        keep &= np.isfinite(se)
+    y = y[keep]
     if y.size < 3:
         return False
     envelope, _ = upper_envelope(y)
-    return bool(np.max(envelope - y) > OSCILLATION_MIN_DEPTH * np.ptp(y) > 0)
+    depth = float(np.max(envelope - y))
+    noise = OSCILLATION_MIN_SE * float(np.median(se[keep])) if se is not None else 0.0
+    return bool(depth > max(OSCILLATION_MIN_DEPTH * np.ptp(y), noise) and depth > 0)
 
 
 def fit_weights(n_pairs, std) -> np.ndarray | None:
