@@ -358,7 +358,8 @@ def bootstrap_profile(distance, profiles, counts, *, fits: DecayFits, thresholds
     distance = np.asarray(distance, dtype=float)
     thresholds = tuple(float(t) for t in thresholds)
     widths = band_widths(distance, profiles, thresholds)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # distances without any pair are all NaN
         spread = np.nanmax(np.abs(profiles - np.nanmean(profiles, axis=0)), initial=0.0)
     same = fits.selected is not None and spread <= 1e-12  # NaN (no pair in a resample) left out
     if same:  # every resample is the profile (exactly translation-invariant table): no refits needed
