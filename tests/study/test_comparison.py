@@ -12,7 +12,7 @@ STUDY = """
 name = "truth"
 n_positions = 256
 dim = 64
-seeds = [0, 1, 2]
+seeds = [0, 1]
 
 [analysis]
 heatmap_bins = 8
@@ -48,7 +48,7 @@ def test_comparison_ranks_with_seed_and_anchor_intervals(study):
     assert list(result.comparison["rank"]) == sorted(result.comparison["rank"])  # ranked, longest first
     for label, sigma in [(SHORT, 3.0), (LONG, 8.0)]:
         row = c.loc[label]
-        assert row["ci_method"] == "seed" and row["n_runs"] == 3 and row["n_resamples"] == 200
+        assert row["ci_method"] == "seed" and row["n_runs"] == 2 and row["n_resamples"] == 200
         assert row["decay_length"] == pytest.approx(2 * sigma, rel=0.1)  # the null model's truth, 2σ
         assert row["decay_length_ci_low"] <= row["decay_length"] <= row["decay_length_ci_high"]
     assert c.loc["learned(source=gpt2)", "ci_method"] == "anchor_block"
@@ -94,14 +94,19 @@ def test_per_run_intervals_properties_and_bootstrap_tables(study):
     assert set(dm.loc[dm["label"] == SHORT, "target"]) == {"profile"}
 
 
-def test_tables_are_reproducible_and_read_back(study, tmp_path):
+def test_tables_are_reproducible_and_read_back(study, tmp_path, monkeypatch):
     spec, result, folder = study
-    again = analyse_table(np.load(_gpt2_path())[:256], max_distance=255, options=spec.analysis)
-    first = analyse_table(np.load(_gpt2_path())[:256], max_distance=255, options=spec.analysis)
+    table = np.load(_gpt2_path())[:128]
+    first, again = (analyse_table(table, max_distance=127, options=spec.analysis, seed=3) for _ in range(2))
     pd.testing.assert_frame_equal(again.bootstrap.replicates, first.bootstrap.replicates)
+    other = analyse_table(table, max_distance=127, options=spec.analysis, seed=4)
+    assert not other.bootstrap.replicates.equals(first.bootstrap.replicates)  # the seed is used
+    import poslab.study.results as res
+
+    monkeypatch.setattr(res, "write_figures", lambda *a, **k: [])  # figures: test_forest_plot_*
     out = write_results(result, tmp_path / "out")
-    assert {"comparison.csv", "comparison_pairs.csv", "properties.csv", "bootstrap.csv",
-            "decay_lengths.png"} <= {p.name for p in out.iterdir()}
+    assert {"comparison.csv", "comparison_pairs.csv", "properties.csv", "bootstrap.csv"} <= {
+        p.name for p in out.iterdir()}
     back = read_results(out)
     for name, columns in [("comparison", None), ("comparison_pairs", None),
                           ("properties", ["label", "seed", "metric", "value", "n_anchors", "anchor_step"]),
@@ -136,6 +141,10 @@ def test_forest_plot_draws_each_decay_length(study):
     assert [t.get_text().split(" (")[0] for t in ax.get_yticklabels()] == list(result.comparison["label"])
     with pytest.raises(ValueError, match="lacks column"):
         plot_decay_length_forest(pd.DataFrame({"label": ["x"]}))
+    from poslab.plots import STUDY_FIGURES
+
+    assert STUDY_FIGURES["decay_lengths.png"](result.frames, "t") is not None
+    assert STUDY_FIGURES["decay_lengths.png"]({}, "t") is None
 
 
 def test_no_successful_run_gives_no_comparison(study):
