@@ -1,6 +1,6 @@
 """Positional encoding generators and their registry.
 
-Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``.
+Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_random``.
 Third-party kinds register through the entry-point group ``poslab.encodings``.
 """
 
