@@ -15,8 +15,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..analysis import BandMetrics, BlockSimilarity, DecayFits, SimilarityProfile, band_metrics, fit_decay, unit_rows
+from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, anchor_block_sums,
+                                  bootstrap_profile, resample_units)
+from ..analysis.decay import fit_weights, oscillates
 from ..analysis.heatmap import _block_similarity
+from ..analysis.properties import Properties, table_properties
 from ..analysis.profile import _similarity_profile
+from .comparison import compare_runs
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
@@ -34,10 +39,14 @@ class RunAnalysis:
     fits: DecayFits
     blocks: BlockSimilarity
     table_dim: int
+    envelope_fits: DecayFits | None = None
+    bootstrap: BootstrapResult | None = None
+    properties: Properties | None = None
 
 
-def analyse_table(table, *, max_distance: int, options: AnalysisOptions = AnalysisOptions()) -> RunAnalysis:
-    """Profile, band metrics, decay fits and block heatmap of one position table.
+def analyse_table(table, *, max_distance: int, options: AnalysisOptions = AnalysisOptions(),
+                  seed: int | None = None) -> RunAnalysis:
+    """Profile, band metrics, decay fits, bootstrap intervals, properties and block heatmap of one table.
 
     Parameters
     ----------
@@ -45,15 +54,23 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
     max_distance : int
         Largest distance of the profile (< n_positions).
     options : AnalysisOptions
+        ``n_resamples`` and ``ci_level`` are read from it when present
+        (defaults :data:`poslab.analysis.bootstrap.N_RESAMPLES` = 200 and
+        ``BOOTSTRAP_LEVEL`` = 0.95).
+    seed : int, optional
+        The run's seed: the anchor-block bootstrap uses
+        ``default_rng((BOOTSTRAP_SEED, seed or 0))``, so results are reproducible.
 
     Returns
     -------
     RunAnalysis
+        ``envelope_fits`` is set when the profile oscillates
+        (:func:`poslab.analysis.decay.oscillates`) and has a decay to fit.
     """
     units = unit_rows(table, center=options.center)  # normalised (and excluded positions reported) once
     if not 0 <= max_distance < len(units.vectors):
         raise ValueError(f"max_distance must be in [0, {len(units.vectors)}), got {max_distance}")
-    profile = _similarity_profile(units, max_distance)
+    profile = _similarity_profile(units, max_distance, precision=options.precision)
     bands = band_metrics(profile, options.thresholds)
     use = profile.distance >= options.fit_min_distance
     fits = fit_decay(
@@ -63,8 +80,20 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         std=profile.std_similarity[use],
         models=options.models,
     )
+    envelope = None
+    se = fit_weights(profile.n_pairs[use], profile.std_similarity[use])
+    if {f.status for f in fits.fits}.isdisjoint({"flat", "rising"}) and oscillates(profile.mean_similarity[use], se=se):
+        envelope = fit_decay(profile.distance[use], profile.mean_similarity[use], n_pairs=profile.n_pairs[use],
+                             std=profile.std_similarity[use], models=options.models, target="envelope")
     blocks = _block_similarity(units, options.heatmap_bins)
-    return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]))
+    anchor = anchor_block_sums(units, max_distance)
+    rng = np.random.default_rng((BOOTSTRAP_SEED, 0 if seed is None else int(seed)))
+    means, counts = resample_units(anchor.sums, anchor.counts, int(getattr(options, "n_resamples", N_RESAMPLES)), rng)
+    boot = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=options.thresholds,
+                             method="anchor_block", level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)),
+                             block_length=anchor.block_length)
+    props = table_properties(units, profile)
+    return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]), envelope, boot, props)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +169,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
             warnings.simplefilter("always")
             rng = np.random.default_rng(run.seed) if run.seed is not None else None
             table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
-            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis)
+            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis, seed=run.seed)
             extra_info = run.encoding.run_info(spec.n_positions)
             extra_tables = run.encoding.run_tables(table, spec.n_positions)
     except Exception as exc:  # a failed run is a row, not a crash
@@ -152,6 +181,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     prof = result.profile.to_frame()
     fitted = result.fits.predict(prof["distance"].to_numpy())
     prof["fitted_similarity"] = np.where(prof["distance"] >= spec.analysis.fit_min_distance, fitted, np.nan)
+    prof["mean_similarity_ci_low"], prof["mean_similarity_ci_high"] = result.bootstrap.profile_ci
     band = result.bands.to_frame()
     selected = result.fits.selected
     row.update(
@@ -163,15 +193,21 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     if selected is None:
         row["message"] = "no decay model fitted: " + ", ".join(sorted({f.status for f in result.fits.fits}))
     row.update({_band_column(t): w for t, w in zip(band["threshold"], band["width"])})
+    row.update(result.bootstrap.summary())
+    envelope = result.envelope_fits.selected if result.envelope_fits is not None else None
+    row["envelope_decay_length"] = envelope.decay_length if envelope else np.nan
     row.update(extra_info)
     row["seconds"] = time.perf_counter() - t0
     short = {k: keys[k] for k in ("study", "label", "kind", "seed")}  # heatmaps are large: parameters are in summary
     return {
         "summary": pd.DataFrame([row]),
         "profiles": _with_keys(prof, keys),
-        "decay_metrics": _with_keys(result.fits.to_frame(), keys),
+        "decay_metrics": _with_keys(pd.concat([f.to_frame() for f in (result.fits, result.envelope_fits)
+                                               if f is not None], ignore_index=True), keys),
         "bands": _with_keys(band, keys),
         "heatmaps": _with_keys(result.blocks.to_frame(), short),
+        "properties": _with_keys(result.properties.to_frame(), keys),
+        "bootstrap": _with_keys(result.bootstrap.replicates.replace(np.inf, np.nan), keys),
         **{name: _with_keys(frame, keys) for name, frame in extra_tables.items()},
     }
 
@@ -212,4 +248,5 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     for col in tables["summary"].columns:
         if col.startswith("band_width_"):
             tables["summary"][col] = tables["summary"][col].astype("Int64")
+    tables.update(compare_runs(tables, spec))  # cross-run: seed bootstrap, comparison tables
     return StudyResult(spec=spec, frames=tables, timings=timings)
