@@ -7,6 +7,7 @@ error message; the study goes on.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import warnings
 
@@ -22,6 +23,7 @@ from ..analysis.heatmap import _block_similarity
 from ..analysis.properties import Properties, table_properties
 from ..analysis.profile import _similarity_profile
 from .comparison import compare_runs
+from .executors import map_unordered
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
@@ -212,14 +214,38 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     }
 
 
-def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
+def _lost_run(spec: StudySpec, run: Run, param_names: list[str], error: BaseException) -> dict[str, pd.DataFrame]:
+    """The ``failed`` summary row of a run whose executor lost it (a worker died, a result could not be sent)."""
+    row = dict(_keys(spec, run, param_names), n_positions=spec.n_positions, max_distance=spec.max_distance,
+               table_dim=pd.NA, center=spec.analysis.center, status="failed",
+               message=f"{type(error).__name__}: {error}", seconds=np.nan)
+    return {"summary": pd.DataFrame([row])}
+
+
+def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "processes", jobs: int | None = None,
+              scheduler: str | None = None) -> StudyResult:
     """Run every run of ``spec`` and collect the tables.
+
+    The tables are the same whichever executor ran the runs: results are put
+    back in run order, each run draws from its own seed, warnings from
+    workers are re-issued here (prefixed with the run), and a run whose
+    worker failed becomes a ``failed`` summary row.
 
     Parameters
     ----------
     spec : StudySpec
     progress : bool
-        Show a progress bar (on a terminal's stderr; hidden for studies shorter than 0.5 s).
+        Show a progress bar as runs complete (on a terminal's stderr; hidden
+        for studies shorter than 0.5 s).
+    executor : {"processes", "serial", "dask"}
+        A local process pool (default), this process, or a Dask cluster; see
+        :mod:`poslab.study.executors`.
+    jobs : int, optional
+        Worker processes of the pool or of a local Dask cluster (default: the
+        usable CPUs; 1 runs serially in this process).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``) for
+        ``executor="dask"``; a local cluster is started when omitted.
 
     Returns
     -------
@@ -230,18 +256,26 @@ def run_study(spec: StudySpec, *, progress: bool = True) -> StudyResult:
     for enc in spec.encodings:
         param_names += [p for p in enc.params() if p not in param_names]
     key_columns = ["study", "label", "kind", *param_names, "seed"]
+    start = time.perf_counter()
+    outcomes = [None] * len(runs)
+    work = functools.partial(execute_run, spec, param_names=param_names)
+    # disable=None: no bar when stderr is not a terminal (logs, pipes)
+    bar = tqdm(total=len(runs), desc=spec.name, unit="run", disable=None if progress else True, delay=0.5, leave=False)
+    for index, outcome in map_unordered(work, runs, executor=executor, jobs=jobs, scheduler=scheduler):
+        outcomes[index] = outcome
+        run = runs[index]
+        bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
+        bar.update()
+    bar.close()
     collected: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    # disable=None: no bar when stderr is not a terminal (logs, pipes)
-    bar = tqdm(runs, desc=spec.name, unit="run", disable=None if progress else True, delay=0.5, leave=False)
-    for run in bar:
-        bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
-        for name, frame in execute_run(spec, run, param_names).items():
+    for run, outcome in zip(runs, outcomes):  # in run order, whatever order they completed in
+        outcome.reissue()  # the run's warnings (already prefixed with its name), here in this process
+        frames = outcome.value if outcome.error is None else _lost_run(spec, run, param_names, outcome.error)
+        for name, frame in frames.items():
             collected.setdefault(name, []).append(frame)
         timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
-            collected["summary"][-1]["seconds"].iloc[0])
-    bar.close()
+            frames["summary"]["seconds"].iloc[0])
     timings["total"] = time.perf_counter() - start
     tables = {name: _finish(frames, ["study", "label", "kind", "seed"] if name == "heatmaps" else key_columns)
               for name, frames in collected.items()}

@@ -1,0 +1,128 @@
+"""Executors: the same tables whichever executor ran the runs; warnings and failures survive the trip."""
+
+import functools
+import os
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from poslab.analysis import InvalidPositionsWarning
+from poslab.study import parse_study, run_study
+from poslab.study.executors import EXECUTORS, map_unordered
+from poslab.study.runner import execute_run
+
+
+def _study(tmp_path):
+    half_zero = np.random.default_rng(3).normal(size=(48, 12))
+    half_zero[::2] = 0.0  # every other position excluded: a warning from the run
+    np.save(tmp_path / "half_zero.npy", half_zero)
+    np.save(tmp_path / "all_zero.npy", np.zeros((48, 12)))  # no valid row: the run fails
+    return parse_study({
+        "name": "executors", "n_positions": 48, "dim": 12, "seeds": [0, 1, 2],
+        "analysis": {"heatmap_bins": 8},
+        "encodings": [
+            {"kind": "random"},
+            {"kind": "sinusoidal"},
+            {"kind": "learned", "source": str(tmp_path / "half_zero.npy")},
+            {"kind": "learned", "source": str(tmp_path / "all_zero.npy")},
+            {"kind": "rotary", "rotary_dim": 12},
+        ],
+    })
+
+
+def _run(spec, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run_study(spec, progress=False, **kwargs)
+    return result, sorted(str(w.message) for w in caught if issubclass(w.category, InvalidPositionsWarning))
+
+
+def _assert_same_tables(a, b):
+    assert a.frames.keys() == b.frames.keys()
+    for name in a.frames:
+        left, right = a.frames[name], b.frames[name]
+        if "seconds" in left.columns:  # wall time is the one thing allowed to differ
+            left, right = left.drop(columns="seconds"), right.drop(columns="seconds")
+        pd.testing.assert_frame_equal(left, right, check_exact=True, obj=name)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    spec = _study(tmp_path_factory.mktemp("executors"))
+    return spec, *_run(spec, executor="serial")
+
+
+def test_serial_reference(serial):
+    spec, result, caught = serial
+    s = result.summary
+    assert list(s["label"]) == [r.label for r in spec.runs()]  # run order
+    assert list(s["status"]) == ["ok"] * 5 + ["failed", "ok"]
+    assert "no valid row" in s["message"].iloc[5] or "zero or non-finite" in s["message"].iloc[5]
+    half = [r.label for r in spec.runs()][4]
+    assert len(caught) == 1 and caught[0].startswith(f"{half}: ") and "24 of 48 positions" in caught[0]
+
+
+def test_process_pool_gives_identical_tables(serial):
+    spec, reference, caught = serial
+    result, caught_pool = _run(spec, executor="processes", jobs=2)
+    _assert_same_tables(reference, result)
+    assert caught_pool == caught  # the worker's warning, named by its run, reaches this process
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # a run's numpy warnings, re-issued here: not the point
+def test_dask_local_cluster_gives_identical_tables(serial):
+    distributed = pytest.importorskip("dask.distributed")
+    spec, reference, caught = serial
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+        result = run_study(spec, progress=False, executor="dask", scheduler=cluster.scheduler_address)
+        # warnings.catch_warnings is process-global and the in-process cluster's threads use it too, so
+        # check what the worker recorded (run_study re-issues exactly these) rather than catching them here
+        work = functools.partial(execute_run, spec, param_names=["source"])
+        outcomes = dict(map_unordered(work, spec.runs(), executor="dask", scheduler=cluster.scheduler_address))
+    _assert_same_tables(reference, result)
+    recorded = [m for i in sorted(outcomes) for c, m in outcomes[i].warnings if c is InvalidPositionsWarning]
+    assert recorded == caught
+
+
+def _double_or_die(x):
+    if x == 3:
+        os._exit(7)  # a worker killed mid-run (out of memory, segfault)
+    if x == 4:
+        raise ValueError("bad item")
+    warnings.warn(f"item {x}", UserWarning)
+    return 2 * x
+
+
+def test_map_unordered_reports_every_item_once_with_errors_and_warnings():
+    for executor in ("serial", "processes"):
+        items = [0, 1, 2, 4] if executor == "serial" else [0, 1, 2, 3, 4]
+        out = dict(map_unordered(_double_or_die, items, executor=executor, jobs=2))
+        assert sorted(out) == list(range(len(items)))
+        by_item = {items[i]: o for i, o in out.items()}
+        assert isinstance(by_item[4].error, ValueError) and "bad item" in str(by_item[4].error)
+        if executor == "processes":
+            assert by_item[3].error is not None  # the lost worker: an error, not a hang or a crash
+        for x in (0, 1, 2):
+            o = by_item[x]
+            if o.error is None:  # a lost worker may take innocent neighbours with it
+                assert o.value == 2 * x and o.warnings == ((UserWarning, f"item {x}"),)
+        assert by_item[0].error is None and by_item[0].value == 0 or executor == "processes"
+
+
+def test_bad_executor_arguments():
+    with pytest.raises(ValueError, match="executor must be one of"):
+        list(map_unordered(abs, [1], executor="threads"))
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        list(map_unordered(abs, [1], jobs=0))
+    with pytest.raises(ValueError, match="needs executor='dask'"):
+        list(map_unordered(abs, [1], scheduler="tcp://127.0.0.1:8786"))
+    assert set(EXECUTORS) == {"serial", "processes", "dask"}
+
+
+def test_missing_dask_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if dask[distributed] were not installed
+    with pytest.raises(ImportError, match=r"pip install 'poslab\[dask\]'"):
+        list(map_unordered(abs, [1], executor="dask"))
