@@ -37,7 +37,13 @@ def main():
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder [default: results/<study name>].")
 @click.option("--overwrite", is_flag=True, help="Replace an existing poslab results folder.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar (on a terminal).")
-def run(study, out, overwrite, progress):
+@click.option("--executor", type=click.Choice(["processes", "serial", "dask"]), default="processes", show_default=True,
+              help="Where runs execute: a local process pool, this process, or a Dask cluster.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (pool or local Dask cluster) [default: usable CPUs].")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask; default: a local cluster).")
+def run(study, out, overwrite, progress, executor, jobs, scheduler):
     """Run STUDY (a TOML file; default: the packaged compare_encodings study).
 
     Exits with status 1 if any run failed (its row in summary.csv says why;
@@ -59,7 +65,12 @@ def run(study, out, overwrite, progress):
     started = time.perf_counter()
     runs = spec.runs()
     click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
-    result = run_study(spec, progress=progress)
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler needs --executor dask")
+    try:
+        result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
+    except (ImportError, OSError) as exc:  # no poslab[dask], or no scheduler at that address
+        raise click.ClickException(str(exc)) from None
     failed = result.summary[result.summary["status"] != "ok"]
     for _, row in failed.iterrows():
         seed = "" if pd.isna(row["seed"]) else f" seed {row['seed']}"
