@@ -18,6 +18,10 @@ BUNDLED_TABLES: dict[str, tuple[str, str]] = {
         "siglip_so400m_p14_384_tinyllava_position_embedding.npy",
         "SigLIP so400m/14@384 vision tower, 729 (27 x 27 patches) x 1152",
     ),
+    "trained-char-lm": (
+        "trained_char_lm/positions/step_0001500.npy",
+        "char-level LM trained here (poslab train, tinyshakespeare, step 1500), 256 x 128",
+    ),
 }
 
 #: name -> (rows, cols) patch grid of the bundled vision tables (no prefix token: row r * cols + c is patch (r, c)).

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from .core import plot_decay_curves, plot_similarity_heatmaps, save_figure
 from .grid import grid_figure
 from .rope import rope_figure
+from .training import emergence_figure
 from .uncertainty import forest_figure, plot_decay_length_forest
 
 __all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "plot_decay_length_forest", "save_figure", "STUDY_FIGURES"]
@@ -42,4 +43,5 @@ STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure 
     "grid_profiles.png": grid_figure,  # vision tables on their patch grid (learned runs with a grid)
     "rope_geometry.png": rope_figure,  # rotary runs: RoFormer decay bound and frequencies per pair
     "decay_lengths.png": forest_figure,  # comparison: decay lengths with bootstrap intervals
+    "band_emergence.png": emergence_figure,  # learned runs with a training step: band against step
 }

@@ -1,0 +1,98 @@
+"""How a learned position table's band forms over training, from a study's ``summary`` table alone."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .core import _check_frame
+
+__all__ = ["plot_band_emergence", "emergence_figure"]
+
+
+def _threshold_label(column: str) -> str:
+    return column.removeprefix("band_width_").replace("m", "-").replace("p", ".")
+
+
+def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=None) -> Figure:
+    """Decay length and band widths of training-run snapshots against training step.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        A study's ``summary`` table (one row per run) with columns ``label``,
+        ``status``, ``step`` (training step; empty for runs that are not
+        training snapshots), ``decay_length`` and ``band_width_<t>`` (positions).
+        Rows with a step are drawn as curves, one per training run
+        (``source``); every other ``ok`` run (sinusoidal, random, a real table)
+        is drawn as a dashed horizontal reference line, averaged over seeds.
+    panel_size : (float, float)
+        Inches per panel.
+    title : str, optional
+
+    Returns
+    -------
+    Figure
+        Two panels: ``decay_length`` and ``band_width_<t>`` for every
+        threshold t, both in positions, against step (symlog axis: step 0 is
+        the initialisation). Missing values (no selected decay model, no
+        crossing within max_distance) are simply not drawn.
+
+    Raises
+    ------
+    ValueError
+        Required columns missing, or no ``ok`` row has a step.
+    """
+    _check_frame(summary, ("label", "status", "step", "decay_length"), "summary")
+    ok = summary[summary["status"] == "ok"]
+    steps = ok[ok["step"].notna()]
+    if steps.empty:
+        raise ValueError("summary has no successful training-snapshot runs (rows with a step): nothing to plot")
+    widths = [c for c in summary.columns if re.fullmatch(r"band_width_m?\d+(p\d+)?", c)]  # not the _ci_ columns
+    others = ok[ok["step"].isna()]
+    groups = steps.groupby("source", sort=False) if "source" in steps.columns else [(None, steps)]
+    fig = Figure(figsize=(panel_size[0] * 2, panel_size[1]), layout="constrained")
+    ax_decay, ax_band = fig.subplots(1, 2, sharex=True)
+    colors = iter(f"C{i}" for i in range(10))
+    for source, rows in groups:
+        rows = rows.sort_values("step")
+        name = "" if source is None or steps["source"].nunique() == 1 else f"{Path(str(source)).name}: "
+        ax_decay.plot(rows["step"], rows["decay_length"], "o-", color="k", label=f"{name}decay length")
+        for col in widths:
+            ax_band.plot(rows["step"], rows[col], "o-", label=f"{name}width at {_threshold_label(col)}",
+                         color=next(colors, None))
+    for label, rows in others.groupby("label", sort=False):
+        short = textwrap.shorten(str(label), 40)
+        value = pd.to_numeric(rows["decay_length"], errors="coerce").mean()
+        if np.isfinite(value):
+            ax_decay.axhline(value, ls="--", lw=1, color="0.5")
+            ax_decay.annotate(short, (1, value), xycoords=("axes fraction", "data"), ha="right", va="bottom",
+                              fontsize=7, color="0.35")
+    ax_decay.set(ylabel="decay length (positions)", title="decay length")
+    ax_band.set(ylabel="band width (positions)", title="band width (first crossing)", yscale="log")
+    positive = pd.to_numeric(steps["step"]).loc[lambda v: v > 0]
+    linthresh = float(positive.min()) if len(positive) else 1.0  # linear from 0 to the first saved step
+    for ax in (ax_decay, ax_band):
+        ax.set_xscale("symlog", linthresh=linthresh)
+        ax.set_xlim(left=0)
+        ax.set_xlabel("training step")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def emergence_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
+    """The study figure ``band_emergence.png``: None unless the summary has successful training-snapshot runs."""
+    summary = tables.get("summary")
+    if summary is None or "step" not in summary.columns or "status" not in summary.columns:
+        return None
+    if not ((summary["status"] == "ok") & summary["step"].notna()).any():
+        return None
+    return plot_band_emergence(summary, title=title)
