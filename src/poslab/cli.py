@@ -124,3 +124,45 @@ def plot(results):
     if not written:
         raise click.ClickException(f"no run in {results} succeeded: there is nothing to draw (see summary.csv)")
     click.echo("redrew " + ", ".join(str(p) for p in written))
+
+
+@main.command()
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run folder to create.")
+@click.option("--corpus", default="tinyshakespeare", show_default=True, help="Bundled corpus name or a UTF-8 text file.")
+@click.option("--steps", default=2000, show_default=True, type=click.IntRange(min=1), help="Optimizer steps.")
+@click.option("--layers", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--d-model", default=128, show_default=True, type=click.IntRange(min=1), help="Model width (position table columns).")
+@click.option("--heads", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--context-length", default=256, show_default=True, type=click.IntRange(min=2), help="Positions (table rows).")
+@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
+@click.option("--lr", default=3e-3, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Peak learning rate.")
+@click.option("--warmup-steps", default=100, show_default=True, type=click.IntRange(min=0))
+@click.option("--weight-decay", default=0.1, show_default=True, type=click.FloatRange(min=0))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--eval-batches", default=8, show_default=True, type=click.IntRange(min=1), help="Fixed batches per split for train/val loss.")
+@click.option("--snapshots", help="Comma-separated steps to save, e.g. '0,50,100' [default: about 12 log-spaced steps]; 0 and the last step are always saved.")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="torch CPU threads (results may depend on it).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing poslab run folder.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar with the loss.")
+def train(out, corpus, steps, layers, d_model, heads, context_length, batch_size, lr, warmup_steps, weight_decay, seed,
+          eval_batches, snapshots, threads, overwrite, progress):
+    """Train a small character-level transformer and save its learned position table at chosen steps.
+
+    Writes OUT/poslab_train.json (settings, losses) and OUT/positions/step_NNNNNNN.npy; a study reads
+    them with kind = "learned", source = "OUT", step = N (or step = "all"). Needs torch: pip install 'poslab[train]'.
+    """
+    from .training import RunExistsError, TrainConfig, parse_steps, require_torch
+    from .training import train as run_training
+
+    try:
+        require_torch()
+        config = TrainConfig(layers=layers, d_model=d_model, heads=heads, context_length=context_length,
+                             batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup_steps,
+                             weight_decay=weight_decay, seed=seed, eval_batches=eval_batches, threads=threads,
+                             snapshot_steps=parse_steps(snapshots) if snapshots else None)
+        meta = run_training(config, out, corpus=corpus, overwrite=overwrite, progress=progress)
+    except (ImportError, RunExistsError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for row in meta["losses"]:
+        click.echo(f"step {row['step']:>7}  train_loss {row['train_loss']:.4f}  val_loss {row['val_loss']:.4f}")
+    click.echo(f"wrote {out} ({len(meta['steps'])} snapshots) in {meta['seconds']:.0f} s; final val loss {meta['final_val_loss']:.4f}")
