@@ -74,3 +74,26 @@ def test_emergence_study_reads_every_bundled_step(tmp_path, monkeypatch):
     steps = [enc.step for enc in spec.encodings if enc.kind == "learned"]
     assert steps == STEPS
     assert spec.n_positions == 256
+
+
+def test_emergence_study_and_figure(tmp_path, monkeypatch):
+    from poslab.plots import STUDY_FIGURES
+
+    monkeypatch.chdir(tmp_path)
+    spec = load_study(STUDY)
+    result = run_study(spec, progress=False, executor="serial")
+    summary = result.summary
+    assert (summary["status"] == "ok").all()
+    learned = summary[summary["kind"] == "learned"].sort_values("step")
+    assert learned["step"].astype(int).tolist() == STEPS
+    final = learned.iloc[-1]
+    assert [int(final[f"band_width_{t}"]) for t in ("0p9", "0p5", "0")] == TRAINED_WIDTHS
+    assert int(learned.iloc[0]["band_width_0p5"]) == 1
+    fig = STUDY_FIGURES["band_emergence.png"]({"summary": summary}, None)
+    decay_ax, band_ax = fig.axes
+    (curve,) = [line for line in decay_ax.get_lines() if line.get_label() == "decay length"]
+    np.testing.assert_array_equal(curve.get_xdata(), STEPS)
+    np.testing.assert_allclose(np.asarray(curve.get_ydata(), float), learned["decay_length"].astype(float))
+    widths = {line.get_label(): np.asarray(line.get_ydata(), float) for line in band_ax.get_lines()}
+    np.testing.assert_allclose(widths["width at 0.5"], learned["band_width_0p5"].astype(float))
+    assert STUDY_FIGURES["band_emergence.png"]({"summary": summary[summary["kind"] != "learned"]}, None) is None
