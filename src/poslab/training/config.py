@@ -40,12 +40,12 @@ class TrainConfig:
         torch CPU threads (fixed, since results may depend on it; recorded).
     """
 
-    layers: int = 4
+    layers: int = 2
     d_model: int = 128
     heads: int = 4
     context_length: int = 256
     batch_size: int = 32
-    steps: int = 2000
+    steps: int = 1500
     lr: float = 3e-3
     warmup_steps: int = 100
     weight_decay: float = 0.1
