@@ -9,7 +9,6 @@ anchor positions for large ones (see :func:`similarity_profile`, Notes).
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,8 @@ __all__ = ["SimilarityProfile", "similarity_profile", "PRECISIONS"]
 PRECISIONS = ("float64", "float32")
 #: Largest number of entries held at once in an FFT chunk or a strip of S (32 MiB of float64).
 _BLOCK_ENTRIES = 4_000_000
-#: Entries per FFT chunk (4 MiB of float64: cache-sized transforms are the fastest measured).
+#: Entries per FFT chunk (4 MiB of float64): cache-sized transforms were the fastest measured, and one
+#: transform at a time beat two threads once a transform outgrows the cache (memory-bound).
 _FFT_ENTRIES = 2**19
 #: The standard deviation is exact (every pair) up to this many positions.
 _EXACT_STD_POSITIONS = 2048
@@ -202,7 +202,7 @@ def _lag_sums(x: np.ndarray, size: int, dtype) -> np.ndarray:
     """Σ_i x_i · x_{i+k} for k = 0..size − 1 (float64), x of shape (n, dim), by real FFTs."""
     n, dim = x.shape
     length = fft.next_fast_len(n + size - 1, real=True)  # no wrap-around up to lag size − 1
-    chunk = min(dim, max(os.cpu_count() or 1, _FFT_ENTRIES // length))  # workers split a chunk's rows
+    chunk = max(1, min(dim, _FFT_ENTRIES // length))
     power = np.zeros(length // 2 + 1)
     buf = np.zeros((chunk, length), dtype=dtype)
     for c0 in range(0, dim, chunk):
@@ -258,10 +258,15 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
     squares = np.zeros(size)
     uu = u.astype(dtype, copy=False)
     width = max(1, _BLOCK_ENTRIES // max(1, min(len(anchors), 2 * size)))
+    buffer = np.empty(0, dtype=dtype)  # one strip buffer, reused: fresh memory is slow to fault in
     for c0 in range(0, n, width):
         c1 = min(n, c0 + width)
         near = anchors[np.searchsorted(anchors, c0 - max_distance):np.searchsorted(anchors, c1 + max_distance)]
-        strip = np.clip(uu[near] @ uu[c0:c1].T, -1.0, 1.0)  # S[near, c0:c1]
+        if buffer.size < len(near) * (c1 - c0):
+            buffer = np.empty(len(near) * (c1 - c0), dtype=dtype)
+        strip = buffer[:len(near) * (c1 - c0)].reshape(len(near), c1 - c0)
+        np.matmul(uu[near], uu[c0:c1].T, out=strip)  # S[near, c0:c1]
+        np.clip(strip, -1.0, 1.0, out=strip)
         for a, row in zip(near.tolist(), strip):
             for lo, hi, sign in ((max(a, c0), min(c1, a + size), 1), (max(a - max_distance, c0), min(c1, a), -1)):
                 if lo >= hi or (sign < 0 and not sampled):
