@@ -233,15 +233,18 @@ def _sampled_pairs_oracle(table, anchors, max_distance, strata):
 
 
 @pytest.mark.parametrize("max_distance", [None, 40])
-def test_sampled_std_is_the_std_of_the_sampled_pairs(max_distance, monkeypatch, rng):
+@pytest.mark.parametrize("holes", [True, False])
+def test_sampled_std_is_the_std_of_the_sampled_pairs(max_distance, holes, monkeypatch, rng):
     import poslab.analysis.profile as mod
 
     monkeypatch.setattr(mod, "_EXACT_STD_POSITIONS", 100)
     monkeypatch.setattr(mod, "_STD_ANCHORS", 12)
     monkeypatch.setattr(mod, "_BLOCK_ENTRIES", 3000)  # many column blocks
-    table = _holey(rng, 400, 10)
-    with pytest.warns(InvalidPositionsWarning):
+    table = _holey(rng, 400, 10) if holes else rng.normal(size=(400, 10)) + 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InvalidPositionsWarning)
         prof = similarity_profile(table, max_distance=max_distance)
+    assert (len(prof.excluded_positions) > 0) == holes
     anchors = mod._stratified_anchors(400, 12, np.random.default_rng(mod._STD_SEED))
     assert anchors[0] == 0 and anchors[-1] == 399 and len(anchors) <= 14
     std, pairs = _sampled_pairs_oracle(table, anchors, len(prof.distance) - 1, strata=12)

@@ -248,14 +248,12 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
     is_anchor = np.zeros(n, bool)
     is_anchor[anchors] = True
     sampled = len(anchors) < n  # else every position is an anchor and forward pairs are all pairs
-    weight = np.full(n, pair_weight)  # of a pair (anchor, column)
-    weight[[0, -1]] = 1.0
+    masked = not valid.all()
     anchors = anchors[valid[anchors]]
     shift = np.nan_to_num(mean)
-    count = np.zeros(size)
-    sum_w = np.zeros(size)
-    total = np.zeros(size)
-    squares = np.zeros(size)
+    # count, Σ d, Σ d² per distance, for pairs of weight 1 (touching an end; every pair when not sampled)
+    # and for pairs of weight pair_weight (the others)
+    acc = np.zeros((2, 3, size))
     uu = u.astype(dtype, copy=False)
     width = max(1, _BLOCK_ENTRIES // max(1, min(len(anchors), 2 * size)))
     buffer = np.empty(0, dtype=dtype)  # one strip buffer, reused: fresh memory is slow to fault in
@@ -268,17 +266,27 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
         np.matmul(uu[near], uu[c0:c1].T, out=strip)  # S[near, c0:c1]
         np.clip(strip, -1.0, 1.0, out=strip)
         for a, row in zip(near.tolist(), strip):
-            for lo, hi, sign in ((max(a, c0), min(c1, a + size), 1), (max(a - max_distance, c0), min(c1, a), -1)):
-                if lo >= hi or (sign < 0 and not sampled):
+            group = int(sampled and 0 < a < n - 1)
+            lo, hi = max(a, c0), min(c1, a + size)  # forward pairs (a, column)
+            segments = [(lo, hi - 1, 1, 1), (hi - 1, hi, 0, 1)] if group and hi == n else [(lo, hi, group, 1)]
+            if sampled:  # backward pairs (column, a)
+                segments.append((max(a - max_distance, c0), min(c1, a), group, -1))
+            for lo, hi, g, sign in segments:
+                if lo >= hi:
                     continue
-                ok = valid[lo:hi] if sign > 0 else valid[lo:hi] & ~is_anchor[lo:hi]
-                w = ok * (1.0 if weight[a] == 1.0 else weight[lo:hi])
                 k = slice(lo - a, hi - a) if sign > 0 else slice(a - lo, a - hi, -1)  # distance of each column
-                d = np.where(ok, row[lo - c0:hi - c0] - shift[k], 0.0)
-                count[k] += ok
-                sum_w[k] += w
-                total[k] += w * d
-                squares[k] += w * d * d
+                d = row[lo - c0:hi - c0] - shift[k]
+                if masked or sign < 0:
+                    ok = valid[lo:hi] if sign > 0 else valid[lo:hi] & ~is_anchor[lo:hi]
+                    d *= ok
+                    acc[g, 0, k] += ok
+                else:
+                    acc[g, 0, k] += 1.0
+                acc[g, 1, k] += d
+                d *= d
+                acc[g, 2, k] += d
+    count = acc[0, 0] + acc[1, 0]
+    sum_w, total, squares = acc[0] + pair_weight * acc[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = squares / sum_w - (total / sum_w) ** 2
         std = np.where(count > 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
