@@ -127,6 +127,22 @@ def plot(results):
 
 
 @main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--key", help="Check this tensor instead of choosing one.")
+def inspect(path, key):
+    """List the position tensors in PATH and say which one `learned` would use, and why.
+
+    PATH: a weights file, a Hugging Face model folder or local cache snapshot, or a training-run folder.
+    """
+    from .checkpoints import inspect_source
+
+    try:
+        click.echo(inspect_source(path, key))
+    except (OSError, KeyError, ValueError, ImportError) as exc:
+        raise click.ClickException(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
+
+
+@main.command()
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run folder to create.")
 @click.option("--corpus", default="tinyshakespeare", show_default=True, help="Bundled corpus name or a UTF-8 text file.")
 @click.option("--steps", default=1500, show_default=True, type=click.IntRange(min=1), help="Optimizer steps.")

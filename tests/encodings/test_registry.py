@@ -66,7 +66,8 @@ def test_example_plugin_runs_inside_a_study(plugin_path):
     result = run_study(spec, progress=False)
     s = result.summary
     assert (s["status"] == "ok").all()
-    rff = result.decay_metrics[(result.decay_metrics["kind"] == "random_fourier") & (result.decay_metrics["model"] == "gaussian")]
+    rff = result.decay_metrics[(result.decay_metrics["kind"] == "random_fourier") & (result.decay_metrics["model"] == "gaussian")
+                               & (result.decay_metrics["target"] == "profile")]
     # the RBF kernel of width length_scale: the Gaussian fit recovers it
     for (ls, seed), g in rff.groupby(["length_scale", "seed"]):
         assert g["status"].item() == "ok"

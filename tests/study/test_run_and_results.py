@@ -226,12 +226,12 @@ def test_bad_model_files_and_names(tmp_path):
     import json
     import struct
 
-    # a bf16 safetensors file, written by the format's spec: u64 header size, JSON header, data
-    header = json.dumps({"wpe": {"dtype": "BF16", "shape": [8, 4], "data_offsets": [0, 64]}}).encode()
+    # a float8 safetensors file, written by the format's spec: u64 header size, JSON header, data
+    header = json.dumps({"wpe": {"dtype": "F8_E4M3", "shape": [8, 4], "data_offsets": [0, 32]}}).encode()
     header += b" " * (-len(header) % 8)
-    (tmp_path / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(64))
+    (tmp_path / "f8.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(32))
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not a zip")
-    for name, pattern in [("bf16.safetensors", "dtype BF16 has no numpy equivalent"),
+    for name, pattern in [("f8.safetensors", "dtype F8_E4M3 has no numpy equivalent"),
                           ("corrupt.npz", "cannot read .*corrupt.npz")]:
         (tmp_path / "s.toml").write_text(f'name = "b"\nn_positions = 4\ndim = 4\n[[encodings]]\nkind = "learned"\n'
                                          f'source = "{name}"\n')

@@ -69,10 +69,16 @@ def unit_rows(table, *, center: bool = False, invalid: str = "exclude") -> UnitR
         raise ValueError(f"invalid must be 'exclude' or 'raise', got {invalid!r}")
     x = check_table(table, allow_nonfinite=True)
     valid = np.isfinite(x).all(axis=1)
-    x = np.where(valid[:, None], x, 0.0)
     if center and valid.any():
-        x = np.where(valid[:, None], x - x[valid].mean(axis=0), 0.0)
-    norms = np.linalg.norm(x, axis=1)
+        x = x - x[valid].mean(axis=0)  # the one copy centering needs
+    with np.errstate(invalid="ignore", over="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    norms[~valid] = 0.0
+    overflow = valid & ~np.isfinite(norms)
+    if overflow.any():  # squares overflowed (entries beyond ~1e154): scale those rows first
+        big = x[overflow]
+        scale = np.abs(big).max(axis=1)
+        norms[overflow] = scale * np.sqrt(np.einsum("ij,ij->i", big / scale[:, None], big / scale[:, None]))
     largest = norms.max(initial=0.0)
     valid &= norms > ZERO_NORM_RTOL * largest
     if not valid.all():
@@ -84,8 +90,8 @@ def unit_rows(table, *, center: bool = False, invalid: str = "exclude") -> UnitR
         if invalid == "raise" or not valid.any():
             raise ValueError(f"{what}; cosine similarity is undefined for them. Drop or fix those rows")
         warnings.warn(f"{what}; their pairs are excluded from every mean", InvalidPositionsWarning, stacklevel=3)
-    vectors = np.zeros_like(x)
-    vectors[valid] = x[valid] / norms[valid, None]
+    vectors = np.zeros_like(x)  # one pass, no fancy-index copies: ~2x the table's memory instead of ~5x
+    np.divide(x, norms[:, None], out=vectors, where=valid[:, None])
     return UnitRows(vectors, valid, bool(center))
 
 
