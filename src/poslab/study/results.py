@@ -110,7 +110,8 @@ def manifest(result: StudyResult, written_figures: list[str] | None = None) -> d
         "max_distance": spec.max_distance,
         "seeds": list(spec.seeds),
         "analysis": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(spec.analysis).items()},
-        "runs": [{"label": r.label, "kind": r.encoding.kind, "params": r.encoding.params(), "seed": r.seed} for r in spec.runs()],
+        "runs": [{"label": r.label, "kind": r.encoding.kind, "params": r.encoding.params(), "seed": r.seed,
+                  "n_positions": r.n_positions, "max_distance": r.max_distance} for r in spec.runs()],
         "failed_runs": result.summary.loc[result.summary["status"] != "ok", ["label", "seed", "message"]]
         .astype(object).where(lambda f: f.notna(), None).to_dict("records"),
         "timings_seconds": result.timings,

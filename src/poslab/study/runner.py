@@ -163,17 +163,20 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     """
     keys = _keys(spec, run, param_names)
     t0 = time.perf_counter()
-    row = dict(keys, n_positions=spec.n_positions, max_distance=spec.max_distance, table_dim=pd.NA,
+    row = dict(keys, n_positions=run.n_positions, max_distance=run.max_distance, table_dim=pd.NA,
                center=spec.analysis.center, status="ok", message="")
     name = run.label if run.seed is None else f"{run.label} seed {run.seed}"
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             rng = np.random.default_rng(run.seed) if run.seed is not None else None
-            table = run.encoding.generate(spec.n_positions, spec.dim, rng=rng)
-            result = analyse_table(table, max_distance=spec.max_distance, options=spec.analysis, seed=run.seed)
-            extra_info = run.encoding.run_info(spec.n_positions)
-            extra_tables = run.encoding.run_tables(table, spec.n_positions)
+            table = run.encoding.generate(run.n_positions, spec.dim, rng=rng)
+            options = spec.analysis
+            if options.heatmap_bins > run.n_positions:  # a shorter entry: as many bins as positions
+                options = dataclasses.replace(options, heatmap_bins=run.n_positions)
+            result = analyse_table(table, max_distance=run.max_distance, options=options, seed=run.seed)
+            extra_info = run.encoding.run_info(run.n_positions)
+            extra_tables = run.encoding.run_tables(table, run.n_positions)
     except Exception as exc:  # a failed run is a row, not a crash
         row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return {"summary": pd.DataFrame([row])}
@@ -216,7 +219,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
 
 def _lost_run(spec: StudySpec, run: Run, param_names: list[str], error: BaseException) -> dict[str, pd.DataFrame]:
     """The ``failed`` summary row of a run whose executor lost it (a worker died, a result could not be sent)."""
-    row = dict(_keys(spec, run, param_names), n_positions=spec.n_positions, max_distance=spec.max_distance,
+    row = dict(_keys(spec, run, param_names), n_positions=run.n_positions, max_distance=run.max_distance,
                table_dim=pd.NA, center=spec.analysis.center, status="failed",
                message=f"{type(error).__name__}: {error}", seconds=np.nan)
     return {"summary": pd.DataFrame([row])}

@@ -65,6 +65,10 @@ class AnalysisOptions:
         Arithmetic of the similarity profile's FFTs and strips; float32 is
         about twice as fast, its accuracy is stated in
         :func:`poslab.analysis.similarity_profile`.
+    n_resamples : int
+        Bootstrap resamples behind every confidence interval (0: no intervals).
+    ci_level : float
+        Confidence level of the intervals, in (0, 1).
     """
 
     center: bool = False
@@ -73,14 +77,22 @@ class AnalysisOptions:
     heatmap_bins: int = 128
     fit_min_distance: int = 1
     precision: str = "float64"
+    n_resamples: int = 200
+    ci_level: float = 0.95
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One unit of work: an encoding at one seed (None for deterministic encodings)."""
+    """One unit of work: an encoding at one seed (None for deterministic encodings).
+
+    ``n_positions`` and ``max_distance`` are the run's analysed window: the
+    study's, or shorter when the study entry sets its own ``n_positions``.
+    """
 
     encoding: Encoding
     seed: int | None
+    n_positions: int
+    max_distance: int
 
     @property
     def label(self) -> str:
@@ -100,14 +112,20 @@ class StudySpec:
     encodings: tuple[Encoding, ...]
     source: str = "<dict>"
     text: str = ""
+    lengths: tuple[int, ...] = ()
+
+    def n_positions_of(self, index: int) -> int:
+        """Analysed positions of ``encodings[index]``: its entry's ``n_positions``, else the study's."""
+        return self.lengths[index] if self.lengths else self.n_positions
 
     def runs(self) -> list[Run]:
         """Stochastic encodings once per seed, deterministic ones once (seed None)."""
-        return [
-            Run(enc, seed)
-            for enc in self.encodings
-            for seed in (self.seeds if enc.stochastic else (None,))
-        ]
+        out = []
+        for i, enc in enumerate(self.encodings):
+            n = self.n_positions_of(i)
+            for seed in self.seeds if enc.stochastic else (None,):
+                out.append(Run(enc, seed, n, min(self.max_distance, n - 1)))
+        return out
 
 
 _TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", "encodings", "description"}
@@ -147,9 +165,14 @@ def _analysis(raw, where) -> AnalysisOptions:
         opts["models"] = tuple(m)
     if "precision" in opts and opts["precision"] not in ("float64", "float32"):
         raise StudyError(f"{where}: [analysis] precision must be \"float64\" or \"float32\", got {opts['precision']!r}")
-    for key in ("heatmap_bins", "fit_min_distance"):
+    for key, minimum in (("heatmap_bins", 2), ("fit_min_distance", 0), ("n_resamples", 0)):
         if key in opts:
-            opts[key] = _int(opts[key], f"[analysis] {key}", where, 2 if key == "heatmap_bins" else 0)
+            opts[key] = _int(opts[key], f"[analysis] {key}", where, minimum)
+    if "ci_level" in opts:
+        level = opts["ci_level"]
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise StudyError(f"{where}: [analysis] ci_level must be a number in (0, 1) such as 0.95, got {level!r}")
+        opts["ci_level"] = float(level)
     return AnalysisOptions(**opts)
 
 
@@ -223,16 +246,25 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
     if not isinstance(entries, list) or not entries:
         raise StudyError(f"{where}: give at least one [[encodings]] table")
     encodings: list[Encoding] = []
+    lengths: list[int] = []
     for index, entry in enumerate(entries):
+        length = n_positions
+        if isinstance(entry, dict) and "n_positions" in entry:
+            entry = dict(entry)
+            length = _int(entry.pop("n_positions"), f"[[encodings]] entry {index + 1} n_positions", where, 2)
+            if length > n_positions:
+                raise StudyError(f"{where}: [[encodings]] entry {index + 1}: n_positions = {length} exceeds the "
+                                 f"study's n_positions = {n_positions}; an entry may only analyse a shorter window")
         for enc in _expand(entry, index, where):
             try:
-                enc.check_size(n_positions, dim)
+                enc.check_size(length, dim)
             except Exception as exc:  # any failure to produce the table is this entry's fault
                 msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
             if any(e.label == enc.label for e in encodings):
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1}: {enc.label} appears twice; remove the duplicate")
             encodings.append(enc)
+            lengths.append(length)
     return StudySpec(
         name=name,
         n_positions=n_positions,
@@ -243,6 +275,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
         encodings=tuple(encodings),
         source=source,
         text=text,
+        lengths=tuple(lengths) if any(n != n_positions for n in lengths) else (),
     )
 
 
