@@ -42,6 +42,28 @@ def test_block_sums_are_the_brute_force_diagonal_sums(gpt2_table):
     np.testing.assert_array_equal(blocks.counts.sum(axis=0), profile.n_pairs)
 
 
+@pytest.mark.parametrize("n, max_distance, block_length", [
+    (1, 0, 1), (97, 96, 10), (97, 3, 10), (97, 40, 1), (97, 96, 97), (300, 299, None), (256, 33, 16)])
+def test_fft_block_sums_equal_brute_force_for_any_blocking(n, max_distance, block_length):
+    """Block sums by FFT (blocks not dividing n, distances shorter or longer than a block, one block,
+    blocks of one position) equal the sums of the diagonals of S."""
+    table = np.random.default_rng(n + max_distance).standard_normal((n, 24)).cumsum(axis=0)
+    units = unit_rows(table)
+    blocks = anchor_block_sums(units, max_distance, block_length=block_length)
+    length = blocks.block_length
+    s = units.vectors @ units.vectors.T
+    np.fill_diagonal(s, 1.0)
+    expected = np.zeros_like(blocks.sums)
+    expected_counts = np.zeros_like(blocks.counts)
+    for i in range(n):
+        for k in range(min(max_distance, n - 1 - i) + 1):
+            expected[i // length, k] += s[i, i + k]
+            expected_counts[i // length, k] += 1
+    assert blocks.sums.shape == (math.ceil(n / length), max_distance + 1)
+    np.testing.assert_array_equal(blocks.counts, expected_counts)
+    np.testing.assert_allclose(blocks.sums, expected, rtol=0, atol=1e-12)
+
+
 def test_resampling_is_seeded_and_pools_whole_units():
     sums = np.array([[2.0, 1.0], [4.0, 0.0], [9.0, 3.0]])
     counts = np.array([[2.0, 1.0], [2.0, 1.0], [3.0, 1.0]])

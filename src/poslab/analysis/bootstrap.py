@@ -6,8 +6,8 @@ Two resampling units, one machinery:
   is the mean over anchors i of S[i, i + k]. Anchors are cut into
   contiguous, non-overlapping blocks B of ``block_length`` positions, and the
   per-block sums Σ_{i∈B} u_i·u_{i+k} and pair counts are computed once
-  (:func:`anchor_block_sums`, O(n · (block_length + max_distance) · dim)
-  time, O(n_blocks · max_distance) memory). A resample draws n_blocks
+  (:func:`anchor_block_sums`, by FFTs of the blocks: O(n · dim · (log
+  block_length + n_blocks)) time, O(n_blocks · n) memory). A resample draws n_blocks
   blocks with replacement, the same blocks for every distance, so the
   correlation between distances is kept: its profile is the ratio of summed
   sums to summed counts, a (R, n_blocks) × (n_blocks, K) product. This is
@@ -48,7 +48,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import fft, optimize
 
 from .decay import DECAY_MODELS, MAXFEV, DecayFits
 
@@ -68,8 +68,8 @@ BOOTSTRAP_SEED = 0
 N_BLOCKS = 32
 #: More failed refits than this fraction of the resamples leave the decay-length interval NaN.
 MAX_FAILED_FRACTION = 0.1
-#: Largest number of entries of S held at once while summing blocks.
-_BLOCK_ENTRIES = 4_000_000
+#: Entries of the FFT buffer of :func:`anchor_block_sums` (32 MiB of float64).
+_FFT_BLOCK_ENTRIES = 2**22
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     ----------
     units : UnitRows
         Unit-normalised rows (:func:`poslab.analysis.unit_rows`); excluded
-        positions contribute no pair.
+        positions (zero rows) contribute no pair.
     max_distance : int
         Largest distance, 0 <= max_distance < n_positions.
     block_length : int, optional
@@ -119,6 +119,33 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     ------
     ValueError
         ``max_distance`` or ``block_length`` out of range.
+
+    Notes
+    -----
+    S is never formed. Cut the rows into blocks x_b = u[b·L:(b + 1)·L]
+    (L = ``block_length``, the last block zero-padded). A pair (i, i + k)
+    with i in block b and k = m·L + r (0 <= r < L) has its second position in
+    block b + m or b + m + 1, so::
+
+        sums[b, k] = C_{b,b+m}(r) + C_{b,b+m+1}(r − L),
+        C_{b,c}(t) = Σ_j x_b[j] · x_c[j + t]   (t in (−L, L)),
+
+    and every C_{b,c} is one inverse real FFT of length next_fast_len(2L)
+    (no wrap-around) of Σ_dims conj(X_b) X_c, X_b the rfft of block b. The
+    products Σ_dims conj(X_b) X_c for all block pairs are, per frequency, an
+    (n_blocks × dim) by (dim × n_blocks) matrix product, accumulated over
+    chunks of dims. Cost: O(n · dim · log L) for the FFTs plus
+    O(n_blocks · n · dim) complex multiply-adds for the block-pair products
+    (n_blocks = 32 by default) and n_blocks² inverse FFTs of length 2L;
+    memory O(n_blocks · n) (the block-pair spectra: 70 MB at n = 131072,
+    540 MB at n = 1,048,576, plus ~32 MB of FFT buffer). Pair counts are the
+    same sums of the validity mask (one more "dim"), rounded; S[i, i] is 1
+    for every valid i. Agrees with the brute-force sums to ~1e-16 times the
+    block length (the FFT's rounding): measured ≤ 2e-13 at n = 4096, 1e-12 at
+    n = 16384 (tests/analysis/test_bootstrap.py). The earlier strip
+    implementation multiplied out n × (L + max_distance) entries of S
+    (O(n² · dim): 2 s at n = 8192, a MemoryError at n = 131072); this one
+    takes ~2 s at n = 131072, dim 128 (benchmarks/README.md).
     """
     u, valid = units.vectors, units.valid
     n = len(u)
@@ -128,27 +155,42 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     if not 1 <= block_length <= n:
         raise ValueError(f"block_length must be in [1, n_positions = {n}], got {block_length}")
     size = max_distance + 1
-    starts = np.arange(0, n, block_length)
-    sums = np.zeros((starts.size, size))
-    counts = np.zeros((starts.size, size))
-    # several blocks per matrix product: about max(max_distance, 64) rows (a strip of R rows x (R + max_distance)
-    # columns holds R * max_distance useful entries), and below _BLOCK_ENTRIES
-    per = max(1, min(math.ceil(max(max_distance, 64) / block_length),
-                     int(_BLOCK_ENTRIES // (block_length * (block_length + max_distance)))))
-    for g0 in range(0, starts.size, per):
-        blocks = range(g0, min(starts.size, g0 + per))
-        r0, r1 = starts[blocks[0]], min(n, starts[blocks[-1]] + block_length)
-        c1 = min(n, r1 + max_distance)
-        s = np.clip(u[r0:r1] @ u[r0:c1].T, -1.0, 1.0)
-        k = np.arange(r0, c1)[None, :] - np.arange(r0, r1)[:, None]
-        keep = (k >= 0) & (k <= max_distance) & valid[r0:r1, None] & valid[None, r0:c1]
-        s[k == 0] = 1.0
-        row_block = (np.arange(r0, r1) // block_length - g0)[:, None] * np.ones_like(k)
-        flat = row_block[keep] * size + k[keep]
-        nb = len(blocks)
-        sums[g0:g0 + nb] += np.bincount(flat, weights=s[keep], minlength=nb * size).reshape(nb, size)
-        counts[g0:g0 + nb] += np.bincount(flat, minlength=nb * size).reshape(nb, size)
+    counts = np.rint(_block_lag_sums(valid[:, None].astype(np.float64), block_length, size))
+    sums = _block_lag_sums(u, block_length, size)
+    sums[:, 0] = counts[:, 0]  # S[i, i] = 1 for every valid position
+    sums[counts == 0] = 0.0
     return AnchorBlocks(sums, counts, block_length)
+
+
+def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
+    """Σ_{i∈B_b} x_i · x_{i+k} for the blocks B_b = [b·L, (b + 1)·L) of x (n, dim), k < size, by
+    real FFTs (see :func:`anchor_block_sums`, Notes); shape (n_blocks, size), float64."""
+    n, dim = x.shape
+    length = block_length
+    n_blocks = math.ceil(n / length)
+    n_fft = fft.next_fast_len(2 * length, real=True)  # C(t) for t in (-L, L) without wrap-around
+    reach = min(n_blocks - 1, (size - 1) // length + 1)  # largest block offset c - b a distance needs
+    chunk = max(1, min(dim, _FFT_BLOCK_ENTRIES // (n_blocks * n_fft)))
+    spectra = np.zeros((n_fft // 2 + 1, n_blocks, n_blocks), dtype=np.complex128)  # Σ_dims conj(X_b) X_c
+    buf = np.zeros((n_blocks, chunk, n_fft))
+    padded = np.zeros((n_blocks * length, chunk))
+    for c0 in range(0, dim, chunk):
+        m = min(chunk, dim - c0)
+        padded[:n, :m] = x[:, c0:c0 + m]
+        buf[:, :m, :length] = padded[:, :m].reshape(n_blocks, length, m).transpose(0, 2, 1)
+        spec = fft.rfft(buf[:, :m], axis=-1, workers=-1).transpose(2, 0, 1)  # (frequency, block, dim)
+        spectra += np.matmul(spec.conj(), spec.transpose(0, 2, 1))
+    k = np.arange(size)
+    offset, r = k // length, k % length
+    sums = np.zeros((n_blocks, size))
+    for b in range(n_blocks):
+        hi = min(n_blocks, b + reach + 1)
+        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
+        near = offset < hi - b
+        sums[b, near] += corr[r[near], offset[near]]
+        far = offset + 1 < hi - b
+        sums[b, far] += corr[(r[far] - length) % n_fft, offset[far] + 1]
+    return sums
 
 
 def resample_units(sums, counts, n_resamples: int, rng) -> tuple[np.ndarray, np.ndarray]:
