@@ -1,6 +1,7 @@
 from click.testing import CliRunner
 
 from poslab.cli import main
+from poslab.data import bundled_path
 
 SMALL = """
 name = "cli_small"
@@ -96,8 +97,9 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
                                                "manifest.json"}
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary["label"]) == ["learned(source=gpt2)", "sinusoidal", "random", "random", "random",
-                                      "rotary(rope_theta=500000, rotary_dim=128)"]
-    assert list(summary["table_dim"]) == [768, 768, 768, 768, 768, 128]
+                                      "rotary(rope_theta=500000, rotary_dim=128)", "learned(source=trained-char-lm)"]
+    assert list(summary["table_dim"]) == [768, 768, 768, 768, 768, 128, 128]
+    assert list(summary["n_positions"]) == [1024] * 6 + [256]
     profiles = pd.read_csv(out / "profiles.csv", low_memory=False)
     # sinusoidal rows equal the closed form (2/d) Σ cos(k ω_i)
     sin = profiles[profiles["label"] == "sinusoidal"]
@@ -110,6 +112,13 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
     assert abs(gpt2.loc[1, "mean_similarity"] - np.mean(np.sum(u[:-1] * u[1:], axis=1))) < 1e-14
     # random: no decay length; the others get one
     assert summary.loc[summary["kind"] == "random", "decay_length"].isna().all()
+    # the table trained here: its profile is that of the bundled 256 x 128 table, recomputed directly
+    trained = np.load(bundled_path("trained-char-lm")).astype(np.float64)
+    t = trained / np.linalg.norm(trained, axis=1, keepdims=True)
+    mine = profiles[profiles["label"] == "learned(source=trained-char-lm)"].set_index("distance")
+    assert mine.index.max() == 255
+    for k in (1, 2, 86):
+        assert abs(mine.loc[k, "mean_similarity"] - np.mean(np.sum(t[:-k] * t[k:], axis=1))) < 1e-13
     assert summary.loc[summary["kind"] != "random", "decay_length"].notna().all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["study"] == "compare_encodings" and manifest["seeds"] == [0, 1, 2]

@@ -79,14 +79,43 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler):
         written = write_results(result, out, overwrite=overwrite)
     except (ResultsExistError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    cols = ["label", "seed", "status", "selected_model", "decay_length"] + [
-        c for c in result.summary.columns if c.startswith("band_width_")
-    ]
-    click.echo(result.summary[[c for c in cols if c in result.summary.columns]].to_string(index=False))
+    click.echo(_summary_text(result.summary))
     click.echo(f"wrote {written} in {time.perf_counter() - started:.1f} s "
                f"(analysis {result.timings['total']:.1f} s, the rest tables and figures)")
     if len(failed):
         raise click.ClickException(f"{len(failed)} of {len(result.summary)} runs failed; see {out / 'summary.csv'}")
+
+
+def _interval(value, low, high, fmt) -> str:
+    """'v [low, high]' with empty parts for missing values; a missing high end means beyond the window."""
+    import pandas as pd
+
+    if pd.isna(value):
+        return "-"
+    text = fmt.format(value)
+    if low in (None,) or pd.isna(low):
+        return text
+    return f"{text} [{fmt.format(low)}, {'>' if pd.isna(high) else fmt.format(high)}]"
+
+
+def _summary_text(summary) -> str:
+    """The summary as a short console table: decay length and band widths with their intervals."""
+    import pandas as pd
+
+    rows = []
+    for _, r in summary.iterrows():
+        row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"]), "n": r["n_positions"],
+               "status": r["status"], "model": r.get("selected_model", "") or "-",
+               "decay_length": _interval(r.get("decay_length"), r.get("decay_length_ci_low"),
+                                         r.get("decay_length_ci_high"), "{:.1f}")}
+        for col in summary.columns:
+            if col.startswith("band_width_") and not col.endswith(("_ci_low", "_ci_high")):
+                width = r[col]  # empty: never below the threshold within the window
+                row[col.removeprefix("band_")] = ("-" if r["status"] != "ok" else f"> {r['max_distance']}"
+                                                 if pd.isna(width) else
+                                                 _interval(width, r.get(col + "_ci_low"), r.get(col + "_ci_high"), "{:.0f}"))
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)
 
 
 @main.command()

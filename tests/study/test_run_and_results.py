@@ -32,7 +32,11 @@ source = "gpt2"
 """
 
 FILES = {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv", "heatmaps.csv",
-         "similarity_heatmaps.png", "decay_curves.png", "manifest.json"}
+         "similarity_heatmaps.png", "decay_curves.png", "manifest.json",
+         # uncertainty and literature properties (every study)
+         "properties.csv", "bootstrap.csv", "comparison.csv", "comparison_pairs.csv", "decay_lengths.png",
+         # rotary runs
+         "inv_freq.csv", "rope_decay.csv", "rope_geometry.png"}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +72,7 @@ def test_tables_hold_the_analysis(study, gpt2_table):
     assert set(result.profiles["source"].dropna()) == {"gpt2"}
     assert set(result.profiles.loc[result.profiles["kind"] == "sinusoidal", "base"]) == {10000.0}
     # decay: one row per run x model, exactly one selected where any fit is ok
-    d = result.decay_metrics
+    d = result.decay_metrics[result.decay_metrics["target"] == "profile"]
     assert len(d) == 5 * 5
     for (label, seed), g in d.groupby(["label", "seed"], dropna=False):
         assert g["selected"].sum() == int((g["status"] == "ok").any())

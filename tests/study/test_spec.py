@@ -24,8 +24,27 @@ def test_default_study_is_packaged_and_valid():
     assert (spec.n_positions, spec.dim, spec.max_distance, spec.seeds) == (1024, 768, 1023, (0, 1, 2))
     labels = [r.label for r in spec.runs()]
     assert labels == ["learned(source=gpt2)", "sinusoidal", "random", "random", "random",
-                      "rotary(rope_theta=500000, rotary_dim=128)"]
-    assert [r.seed for r in spec.runs()] == [None, None, 0, 1, 2, None]
+                      "rotary(rope_theta=500000, rotary_dim=128)", "learned(source=trained-char-lm)"]
+    assert [r.seed for r in spec.runs()] == [None, None, 0, 1, 2, None, None]
+    # the table trained here is analysed on its own 256 positions
+    assert [(r.n_positions, r.max_distance) for r in spec.runs()] == [(1024, 1023)] * 6 + [(256, 255)]
+
+
+def test_an_entry_may_analyse_a_shorter_window(tmp_path):
+    spec = load_study(write(tmp_path, BASE + """
+        [[encodings]]
+        kind = "sinusoidal"
+        n_positions = 20
+
+        [[encodings]]
+        kind = "random"
+    """))
+    assert [(r.label, r.n_positions, r.max_distance) for r in spec.runs()] == [
+        ("sinusoidal", 20, 19), ("random", 64, 63), ("random", 64, 63), ("random", 64, 63)]
+    with pytest.raises(StudyError, match="entry 1: n_positions = 65 exceeds the study's n_positions = 64"):
+        load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "sinusoidal"\nn_positions = 65\n'))
+    with pytest.raises(StudyError, match="entry 1 n_positions must be >= 2"):
+        load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "sinusoidal"\nn_positions = 1\n'))
 
 
 def test_grid_expands_lists(tmp_path):

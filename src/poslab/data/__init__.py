@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED_TABLES", "BUNDLED_GRIDS", "bundled_path"]
+__all__ = ["BUNDLED_TABLES", "BUNDLED_GRIDS", "BUNDLED_RUNS", "bundled_path", "bundled_run_path"]
 
 #: name → (file, description). Every file is a float32 ``.npy`` of shape (positions, dim).
 BUNDLED_TABLES: dict[str, tuple[str, str]] = {
@@ -26,6 +26,25 @@ BUNDLED_TABLES: dict[str, tuple[str, str]] = {
 
 #: name -> (rows, cols) patch grid of the bundled vision tables (no prefix token: row r * cols + c is patch (r, c)).
 BUNDLED_GRIDS: dict[str, tuple[int, int]] = {"siglip-so400m": (27, 27)}
+
+
+#: name -> folder of a bundled ``poslab train`` run (its saved steps; the table of the name is its last step).
+BUNDLED_RUNS: dict[str, str] = {"trained-char-lm": "trained_char_lm"}
+
+
+def bundled_run_path(name: str) -> Path:
+    """Folder of the bundled training run ``name`` (``poslab_train.json`` + ``positions/``).
+
+    Raises
+    ------
+    KeyError
+        If ``name`` is not a bundled run; the message lists them.
+    """
+    try:
+        folder = BUNDLED_RUNS[name]
+    except KeyError:
+        raise KeyError(f"no bundled training run {name!r}; bundled runs: {', '.join(BUNDLED_RUNS)}") from None
+    return Path(str(resources.files(__name__).joinpath(folder)))
 
 
 def bundled_path(name: str) -> Path:

@@ -15,7 +15,7 @@ from ..analysis.grid import grid_similarity, parse_grid
 from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
-from ..data import BUNDLED_GRIDS, BUNDLED_TABLES, bundled_path
+from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bundled_run_path
 from .base import Encoding, ParameterError
 from .registry import register
 
@@ -135,11 +135,15 @@ def load_learned(source: str, key: str | None = None, step: int | None = None) -
         Unknown key or step, an ambiguous or missing position table (the
         candidates are listed), an offset mismatch, an unreadable file.
     """
+    if source in BUNDLED_RUNS and step is not None:  # a saved step of a bundled training run
+        run = bundled_run_path(source)
+        return _load_cached(str(run), key, step, _fingerprint(run))
     if source in BUNDLED_TABLES:
         if key is not None:
             raise ValueError(f"learned: bundled table {source!r} holds one tensor; remove key={key!r}")
         if step is not None:
-            raise ValueError(f"learned: step is only for training-run folders; {source!r} is a bundled table")
+            raise ValueError(f"learned: step is only for training runs ({', '.join(BUNDLED_RUNS)} or a "
+                             f"run folder); {source!r} is a bundled table")
         return _load_cached(source, None, None, ())
     path = Path(source).expanduser()
     if not path.exists():
@@ -233,7 +237,9 @@ class Learned(Encoding):
         if params.get("step") != "all":
             return params
         source = params.get("source")
-        if not isinstance(source, str) or not is_training_run(source):
+        if isinstance(source, str) and source in BUNDLED_RUNS:
+            source = bundled_run_path(source)
+        if not isinstance(source, (str, Path)) or not is_training_run(source):
             raise ValueError(f'step = "all" needs source = one training-run folder (holding {RUN_FILE}); '
                              f"got source = {source!r}")
         steps = open_training_run(source).steps
