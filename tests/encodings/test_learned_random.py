@@ -94,3 +94,21 @@ def test_random_is_structureless(distribution):
     se = 1 / np.sqrt(dim * prof.n_pairs[1:])
     assert (np.abs(prof.mean_similarity[1:]) < 5 * se).all()
     np.testing.assert_allclose(prof.std_similarity[1:], 1 / np.sqrt(dim), rtol=0.1)
+
+
+def test_bundled_training_run_by_name():
+    """source = "trained-char-lm" is the run's last step; with step, any saved step of the bundled run."""
+    from poslab.data import bundled_path, bundled_run_path
+    from poslab.encodings import make_encoding
+    from poslab.encodings.learned import Learned
+
+    run = bundled_run_path("trained-char-lm")
+    final = make_encoding("learned", source="trained-char-lm").generate(256, 1)
+    np.testing.assert_array_equal(final, np.load(bundled_path("trained-char-lm")).astype(np.float64))
+    np.testing.assert_array_equal(final, np.load(run / "positions" / "step_0001500.npy").astype(np.float64))
+    early = make_encoding("learned", source="trained-char-lm", step=30).generate(256, 1)
+    np.testing.assert_array_equal(early, np.load(run / "positions" / "step_0000030.npy").astype(np.float64))
+    assert Learned.expand_study_params({"source": "trained-char-lm", "step": "all"})["step"] == [
+        0, 30, 100, 200, 400, 800, 1500]
+    with pytest.raises(KeyError, match="has no step 31; saved steps: 0, 30, 100, 200, 400, 800, 1500"):
+        make_encoding("learned", source="trained-char-lm", step=31).generate(256, 1)
