@@ -151,3 +151,14 @@ def test_no_successful_run_gives_no_comparison(study):
     spec, result, _ = study
     summary = result.summary.assign(status="failed")
     assert compare_runs({"summary": summary}, spec) == {}
+
+
+def test_decay_lengths_of_different_windows_are_not_compared(tmp_path):
+    """Decay lengths depend on the window: a shorter entry is never ranked against a longer one."""
+    (tmp_path / "w.toml").write_text('name = "w"\nn_positions = 256\ndim = 64\n[analysis]\nheatmap_bins = 8\n'
+                                     '[[encodings]]\nkind = "sinusoidal"\n'
+                                     '[[encodings]]\nkind = "learned"\nsource = "gpt2"\nn_positions = 128\n')
+    result = run_study(load_study(tmp_path / "w.toml"), progress=False)
+    assert list(result.comparison["max_distance"]) == [255, 127] or list(result.comparison["max_distance"]) == [127, 255]
+    (pair,) = result.comparison_pairs.to_dict("records")
+    assert pair["verdict"] == "different windows" and not pair["exceeds_uncertainty"]

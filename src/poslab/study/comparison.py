@@ -147,8 +147,10 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     ``difference_ci_low`` / ``_ci_high`` and its fit interval
     ``fit_difference_ci_low`` / ``_ci_high``, ``exceeds_uncertainty`` (both
     intervals exclude 0) and
-    ``verdict``: ``longer``, ``shorter``, ``not distinguishable`` or ``not
-    comparable`` (a label without a decay length)). Empty dict when no run
+    ``verdict``: ``longer``, ``shorter``, ``not distinguishable``, ``not
+    comparable`` (a label without a decay length) or ``different windows``
+    (the two were analysed up to different ``max_distance``; decay lengths
+    depend on the window, so they are not compared)). Empty dict when no run
     succeeded.
     """
     summary = tables.get("summary", pd.DataFrame())
@@ -161,7 +163,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     profiles, boot = tables.get("profiles"), tables.get("bootstrap")
     rows, replicates = [], {}
     for label, runs in ok.groupby("label", sort=False):
-        row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs)}
+        row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
+               "max_distance": int(runs["max_distance"].max())}
         seeds = runs["seed"].dropna()
         if len(seeds) >= 2:
             fits, result, _, _ = seed_bootstrap(
@@ -206,11 +209,13 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             low, high = percentile_interval(ra[:m] - rb[:m], level)
         half = z * math.hypot(a["fit_se"], b["fit_se"])
         fit_low, fit_high = diff - half, diff + half
-        comparable = all(np.isfinite(v) for v in (diff, low, high, fit_low, fit_high))
+        # decay lengths depend on the analysed window (README): different windows are not compared
+        same_window = a["max_distance"] == b["max_distance"]
+        comparable = same_window and all(np.isfinite(v) for v in (diff, low, high, fit_low, fit_high))
         longer, shorter = comparable and low > 0 and fit_low > 0, comparable and high < 0 and fit_high < 0
         exceeds = bool(longer or shorter)
-        verdict = ("not comparable" if not comparable else "longer" if longer else "shorter" if shorter
-                   else "not distinguishable")
+        verdict = ("different windows" if not same_window else "not comparable" if not comparable
+                   else "longer" if longer else "shorter" if shorter else "not distinguishable")
         pairs.append({"study": spec.name, "label": a["label"], "kind": a["kind"], "seed": pd.NA,
                       "other_label": b["label"], "other_kind": b["kind"], "decay_length": a["decay_length"],
                       "other_decay_length": b["decay_length"], "difference": diff, "difference_ci_low": low,
