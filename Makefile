@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: study test clean
+.PHONY: study test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,5 +26,13 @@ study: .stamp-install
 test: .stamp-test
 	$(BIN)/python -m pytest
 
+## bench: poslab vs the n x n recipe and scikit-learn (benchmarks/README.md; a few minutes)
+.stamp-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: .stamp-bench
+	$(BIN)/python benchmarks/run.py
+
 clean:
-	rm -rf $(VENV) .stamp-install .stamp-test
+	rm -rf $(VENV) .stamp-install .stamp-test .stamp-bench
