@@ -19,6 +19,17 @@ def _threshold_label(column: str) -> str:
     return column.removeprefix("band_width_").replace("m", "-").replace("p", ".")
 
 
+def _interval_bars(ax, rows: pd.DataFrame, column: str, color) -> None:
+    """Vertical bars from ``<column>_ci_low`` to ``_ci_high`` where both are present (bootstrap intervals)."""
+    low, high = f"{column}_ci_low", f"{column}_ci_high"
+    if low not in rows or high not in rows:
+        return
+    lo, hi = pd.to_numeric(rows[low], errors="coerce"), pd.to_numeric(rows[high], errors="coerce")
+    have = lo.notna() & hi.notna()
+    if have.any():
+        ax.vlines(pd.to_numeric(rows["step"])[have], lo[have], hi[have], color=color, lw=2, alpha=0.4)
+
+
 def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=None) -> Figure:
     """Decay length and band widths of training-run snapshots against training step.
 
@@ -40,7 +51,8 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     Figure
         Two panels: ``decay_length`` and ``band_width_<t>`` for every
         threshold t, both in positions, against step (symlog axis: step 0 is
-        the initialisation). Missing values (no selected decay model, no
+        the initialisation), with their bootstrap intervals as bars where the
+        summary has ``<column>_ci_low`` / ``_ci_high``. Missing values (no selected decay model, no
         crossing within max_distance) are simply not drawn.
 
     Raises
@@ -63,9 +75,11 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
         rows = rows.sort_values("step")
         name = "" if source is None or steps["source"].nunique() == 1 else f"{Path(str(source)).name}: "
         ax_decay.plot(rows["step"], rows["decay_length"], "o-", color="k", label=f"{name}decay length")
+        _interval_bars(ax_decay, rows, "decay_length", "k")
         for col in widths:
-            ax_band.plot(rows["step"], rows[col], "o-", label=f"{name}width at {_threshold_label(col)}",
-                         color=next(colors, None))
+            color = next(colors, None)
+            ax_band.plot(rows["step"], rows[col], "o-", label=f"{name}width at {_threshold_label(col)}", color=color)
+            _interval_bars(ax_band, rows, col, color)
     for label, rows in others.groupby("label", sort=False):
         short = textwrap.shorten(str(label), 40)
         value = pd.to_numeric(rows["decay_length"], errors="coerce").mean()
