@@ -133,3 +133,18 @@ def test_refits_follow_the_data(gpt2_table):
     assert low < fits.selected.decay_length < high
     assert result.replicates.shape == (40, 4) and result.summary()["n_resamples"] == 40
     assert result.summary()["block_length"] == blocks.block_length
+
+
+def test_binned_refits_bin_each_resample_like_the_fit():
+    """A long profile is fitted on bins; resamples equal to the profile refit to its decay length, and a
+    resample scaled towards its asymptote refits to the same length (an exponential's length is scale-free)."""
+    d = np.arange(0, 20001, dtype=float)
+    counts = np.tile(20001 - d, (3, 1))
+    profile = 0.7 * np.exp(-d / 3000) + 0.2
+    fits = fit_decay(d[1:], profile[1:], n_pairs=counts[0, 1:], models=["exponential"])
+    length = fits.selected.decay_length
+    assert fits.bins is not None and length == pytest.approx(3000, rel=1e-6)  # bin averages of a curve: ~3e-7
+    profiles = np.stack([profile, profile, 0.5 * (profile - 0.2) + 0.2])
+    result = bootstrap_profile(d, profiles, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
+    np.testing.assert_allclose(result.replicates["decay_length"], length, rtol=1e-7)
+    assert result.n_failed == 0

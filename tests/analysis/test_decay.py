@@ -557,3 +557,50 @@ def test_a_noisy_tail_is_not_an_oscillation(gpt2_table):
     assert fooled == 3
     p = similarity_profile(gpt2_table)  # the helix: a real oscillation
     assert decay.oscillates(p.mean_similarity[1:], se=decay.fit_weights(p.n_pairs[1:], p.std_similarity[1:]))
+
+
+def test_bin_points_are_pair_weighted_means_with_pooled_std():
+    bins = np.array([[0, 1], [1, 3], [3, 6]])
+    d = np.arange(6.0)
+    y = np.array([0.9, 0.8, 0.6, 0.5, 0.4, 0.1])
+    n = np.array([10.0, 9.0, 1.0, 7.0, 6.0, 5.0])
+    s = np.array([0.1, 0.2, 0.4, 0.1, 0.2, 0.3])
+    db, yb, nb, sb = decay.bin_points(bins, d, y, n, s)
+    np.testing.assert_allclose(nb, [10, 10, 18])
+    np.testing.assert_allclose(db, [0, (9 * 1 + 1 * 2) / 10, (7 * 3 + 6 * 4 + 5 * 5) / 18])
+    np.testing.assert_allclose(yb, [0.9, (9 * 0.8 + 0.6) / 10, (7 * 0.5 + 6 * 0.4 + 5 * 0.1) / 18])
+    np.testing.assert_allclose(sb, [0.1, math.sqrt((9 * 0.04 + 0.16) / 10), math.sqrt((7 * .01 + 6 * .04 + 5 * .09) / 18)])
+    # the standard error of a bin is that of the weighted mean of independent per-distance means
+    se = decay.fit_weights(n, s, pooled=0.0)  # floor 1e-6: no effect here
+    se_bins = decay.fit_weights(nb, sb, pooled=0.0)
+    assert se_bins[2] == pytest.approx(math.sqrt(np.sum((n[3:] * se[3:]) ** 2)) / 18)
+
+
+def test_long_profile_is_fitted_on_bins_and_recovers_the_truth():
+    """131071 distances of an exponential (length 5000, beyond the 2048 unbinned distances) with
+    independent noise: fitted on 4096 points (2048 distances, 2048 bins of 62 or 63) and the true length
+    lies within the fit's interval; an oscillation of period 1000 (much slower than a bin) is kept."""
+    rng = np.random.default_rng(3)
+    d = np.arange(1, 131072, dtype=float)
+    n = 131072 - d
+    std = np.full(d.size, 0.2)
+    y = 0.8 * np.exp(-d / 5000) + 0.1 + rng.standard_normal(d.size) * std / np.sqrt(n)
+    fits = fit_decay(d, y, n_pairs=n, std=std, models=["exponential"])
+    best = fits.selected
+    assert best.n_points == fits.distance.size == decay.MAX_FIT_POINTS
+    np.testing.assert_array_equal(fits.distance[:2048], d[:2048])
+    assert fits.bin_distance.size == d.size - 1  # the last distance has one pair: dropped
+    assert fits.bins[0, 0] == 0 and fits.bins[-1, 1] == d.size - 1 and np.all(fits.bins[1:, 0] == fits.bins[:-1, 1])
+    assert set(np.diff(fits.bins[2048:], axis=1).ravel()) == {62, 63}
+    assert best.ci["length"][0] < 5000 < best.ci["length"][1]
+    assert best.decay_length == pytest.approx(5000, rel=0.01)
+    wave = 0.5 * np.exp(-d / 20000) * np.cos(2 * np.pi * d / 1000) + 0.2
+    cosine = fit_decay(d, wave, n_pairs=n, std=std, models=["damped_cosine"]).selected
+    assert cosine.params["period"] == pytest.approx(1000, rel=1e-3)
+    assert cosine.params["length"] == pytest.approx(20000, rel=0.02)  # bins of 63 of a 1000-period wave
+
+
+def test_short_profiles_are_not_binned():
+    d = np.arange(1, decay.MAX_FIT_POINTS + 1, dtype=float)
+    fits = fit_decay(d, np.exp(-d / 100), n_pairs=np.full(d.size, 50.0), models=["exponential"])
+    assert fits.bins is None and fits.bin_distance is None and fits.selected.n_points == d.size

@@ -105,6 +105,34 @@ def test_anchor_subsample_is_recorded_and_close():
         assert sub.loc[metric, "value"] == pytest.approx(full.loc[metric, "value"], rel=0.05, abs=0.005)
 
 
+def test_anchor_budget_bounds_the_entries_of_s():
+    """Every position up to 2048, 2048 anchors up to 4096 positions (as before the budget), then
+    at most 2**23 entries of S (anchors × positions), never fewer than 32 anchors."""
+    assert anchor_positions(2048)[1] == 1 and anchor_positions(4096)[1] == 2
+    anchors, step = anchor_positions(131072)
+    assert (anchors.size, step) == (64, 2048)
+    assert anchor_positions(1 << 20)[0].size == 32
+
+
+def test_entry_budget_subsample_is_recorded_and_close(gpt2_table):
+    units = unit_rows(gpt2_table)
+    profile = similarity_profile(gpt2_table)
+    full = table_properties(units, profile).to_frame().set_index("metric")
+    sub = table_properties(units, profile, max_entries=64 * 1024).to_frame().set_index("metric")
+    assert sub.loc["locality", "n_anchors"] == 64 and sub.loc["locality", "anchor_step"] == 16
+    for metric in ("monotonicity_spearman", "monotonicity_violation_rate", "locality"):
+        assert sub.loc[metric, "value"] == pytest.approx(full.loc[metric, "value"], rel=0.05, abs=0.01)
+
+
+def test_translation_variance_records_the_profile_std_anchors():
+    table = np.random.default_rng(0).standard_normal((4100, 8))
+    units = unit_rows(table)
+    props = table_properties(units, similarity_profile(table, max_distance=50)).to_frame().set_index("metric")
+    assert props.loc["translation_variance_ratio", "anchor_step"] == 4100 // 128
+    assert 128 <= props.loc["translation_variance_ratio", "n_anchors"] <= 130  # strata plus both ends
+    assert props.loc["translation_variance_ratio", "value"] == pytest.approx(1.0, abs=0.05)  # a random table
+
+
 def test_excluded_positions_and_degenerate_rows():
     table = make_encoding("learned", source="gpt2").generate(80, 768).copy()
     table[10] = 0.0

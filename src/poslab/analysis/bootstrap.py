@@ -70,6 +70,8 @@ N_BLOCKS = 32
 MAX_FAILED_FRACTION = 0.1
 #: Entries of the FFT buffer of :func:`anchor_block_sums` (32 MiB of float64).
 _FFT_BLOCK_ENTRIES = 2**22
+#: Entries of the temporaries of the interval computations (8 MiB of float64).
+_CHUNK_ENTRIES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,9 +214,9 @@ def resample_units(sums, counts, n_resamples: int, rng) -> tuple[np.ndarray, np.
     picks = rng.integers(0, n_units, size=(n_resamples, n_units))
     weights = np.zeros((n_resamples, n_units))
     np.add.at(weights, (np.arange(n_resamples)[:, None], picks), 1.0)
-    pooled_sums, pooled_counts = weights @ sums, weights @ counts
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(pooled_counts > 0, pooled_sums / pooled_counts, np.nan)
+    means, pooled_counts = weights @ sums, weights @ counts
+    np.divide(means, pooled_counts, out=means, where=pooled_counts > 0)  # in place: fresh memory is slow
+    means[pooled_counts <= 0] = np.nan
     return means, pooled_counts
 
 
@@ -324,36 +326,69 @@ def band_column(threshold: float) -> str:
 def _column_quantiles(values, qs):
     """Linear-interpolation quantiles of each column, NaN left out (all-NaN column: NaN).
 
-    Same as ``np.nanquantile(values, q, axis=0)``, vectorised (numpy loops over columns)."""
-    v = np.sort(values, axis=0)  # NaN sort last
-    count = np.sum(~np.isnan(values), axis=0)
-    cols = np.arange(v.shape[1])
-    out = []
-    for q in qs:
-        h = np.maximum(count - 1, 0) * q
-        lo = np.floor(h).astype(int)
-        hi = np.minimum(lo + 1, np.maximum(count - 1, 0))
-        frac = h - lo
-        value = v[lo, cols] + frac * (v[hi, cols] - v[lo, cols])
-        out.append(np.where(count > 0, value, np.nan))
+    Same as ``np.nanquantile(values, q, axis=0)``, vectorised (numpy loops over columns), in
+    chunks of columns (temporaries of ~8 MB, reused rather than freshly faulted in)."""
+    n_rows, n_cols = values.shape
+    out = [np.empty(n_cols) for _ in qs]
+    step = max(1, _CHUNK_ENTRIES // max(1, n_rows))
+    for c0 in range(0, n_cols, step):
+        v = np.sort(values[:, c0:c0 + step].T, axis=1)  # NaN sort last
+        count = np.sum(~np.isnan(v), axis=1)
+        rows = np.arange(v.shape[0])
+        for o, q in zip(out, qs):
+            h = np.maximum(count - 1, 0) * q
+            lo = np.floor(h).astype(int)
+            hi = np.minimum(lo + 1, np.maximum(count - 1, 0))
+            frac = h - lo
+            value = v[rows, lo] + frac * (v[rows, hi] - v[rows, lo])
+            o[c0:c0 + step] = np.where(count > 0, value, np.nan)
     return out
 
 
+def _spread(profiles) -> float:
+    """max |profile − mean profile| over resamples and distances, NaN (no pair) left out; in chunks of columns."""
+    n_rows, n_cols = profiles.shape
+    step = max(1, _CHUNK_ENTRIES // max(1, n_rows))
+    spread = 0.0
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # distances without any pair are all NaN
+        for c0 in range(0, n_cols, step):
+            p = profiles[:, c0:c0 + step]
+            spread = max(spread, float(np.nanmax(np.abs(p - np.nanmean(p, axis=0)), initial=0.0)))
+    return spread
+
+
 def _refit(fits: DecayFits, distance, profiles, counts) -> tuple[np.ndarray, int]:
-    """Decay length of the selected model refitted to each resampled profile."""
+    """Decay length of the selected model refitted to each resampled profile.
+
+    A binned fit (long profile, :attr:`DecayFits.bins`) is refitted on each
+    resample's bins: Σ counts · profile / Σ counts over the same distances."""
     best = fits.selected
     reps = np.full(profiles.shape[0], np.nan)
     if best is None:
         return reps, 0
     model = DECAY_MODELS[best.model]
     d_fit = fits.distance
-    index = np.searchsorted(distance, d_fit)  # fitted distances within the resampled grid
+    if fits.bins is None:
+        index = np.searchsorted(distance, d_fit)  # fitted distances within the resampled grid
+        y_all, n_all = profiles[:, index], counts[:, index]
+    else:
+        index = np.searchsorted(distance, fits.bin_distance)
+        starts = fits.bins[:, 0]
+        y_all = np.empty((profiles.shape[0], starts.size))
+        n_all = np.empty_like(y_all)
+        for r0 in range(0, profiles.shape[0], 16):  # a few resamples at a time: bounded memory
+            c = counts[r0:r0 + 16, index]
+            n_all[r0:r0 + 16] = np.add.reduceat(c, starts, axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                y_all[r0:r0 + 16] = np.add.reduceat(np.nan_to_num(profiles[r0:r0 + 16, index]) * c, starts,
+                                                    axis=1) / n_all[r0:r0 + 16]
     p0 = np.array([best.params[p] for p in model.param_names])
     lower, upper = (np.asarray(b, dtype=float) for b in model.bounds(d_fit, fits.similarity))
     failed = 0
     for r in range(profiles.shape[0]):
-        y = profiles[r, index]
-        use = np.isfinite(y) & (counts[r, index] >= 2)
+        y = y_all[r]
+        use = np.isfinite(y) & (n_all[r] >= 2)
         sigma = None if fits.sigma is None else fits.sigma[use]
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -400,9 +435,7 @@ def bootstrap_profile(distance, profiles, counts, *, fits: DecayFits, thresholds
     distance = np.asarray(distance, dtype=float)
     thresholds = tuple(float(t) for t in thresholds)
     widths = band_widths(distance, profiles, thresholds)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # distances without any pair are all NaN
-        spread = np.nanmax(np.abs(profiles - np.nanmean(profiles, axis=0)), initial=0.0)
+    spread = _spread(profiles)
     same = fits.selected is not None and spread <= 1e-12  # NaN (no pair in a resample) left out
     if same:  # every resample is the profile (exactly translation-invariant table): no refits needed
         reps = np.full(profiles.shape[0], fits.selected.decay_length)

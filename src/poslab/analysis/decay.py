@@ -63,6 +63,31 @@ covariance. ``decay_length_se`` propagates the covariance through the decay
 length (delta method, central differences). Same caveat as above: these
 assume independent residuals.
 
+Long profiles
+-------------
+A profile with more than MAX_FIT_POINTS = 4096 usable distances (a table of
+more than ~4096 positions) is fitted on 4096 points: the first
+EXACT_FIT_POINTS = 2048 distances as they are, the rest cut into 2048
+contiguous bins of (nearly) equal numbers of distances. A bin's point is the
+pair-count-weighted mean of its distances and of its similarities (the
+mean over all the bin's pairs), with n_pairs the bin's pairs and std the
+pooled within-distance std sqrt(Σ n_j std_j² / Σ n_j), so that its standard
+error std / sqrt(Σ n_j) is that of the weighted mean of independent
+per-distance means (the "Weights" model). Bin averages keep every
+oscillation slower than about twice a bin's width (width about (N − 2048) /
+2048): 63 distances at n = 131072, 511 at n = 1,048,576) and average faster
+ones out beyond distance 2048, where log-spaced subsampling would alias
+them; decays shorter than 2048 positions see exactly the unbinned points.
+Fitting 4096 points instead of 131071 takes ~0.2 s instead of 4-7 s.
+Measured at n = 131072, dim 128: the selected decay length moved by 1e-5
+(smoothed_random, 31.91) and 9e-4 (sinusoidal, 951.9 against 952.7)
+relative; the Wald standard errors grew 4-5 times (the reduced chi^2 of a
+smooth misfit grows with the distances per bin, up to sqrt(bin width):
+unbinned they assumed independent residuals, which they are not). ``n_points`` counts the fitted points (bins);
+:attr:`DecayFits.bins` records them, and the bootstrap refits bin each
+resampled profile the same way. Profiles and ``decay_metrics`` tables keep
+every distance.
+
 Envelope target
 ---------------
 An oscillating profile (sinusoidal, RoPE, GPT-2's helix; :func:`oscillates`:
@@ -87,7 +112,7 @@ import pandas as pd
 from scipy import fft, optimize, stats
 
 __all__ = ["DecayModel", "DecayFit", "DecayFits", "DECAY_MODELS", "fit_decay", "fit_weights", "upper_envelope",
-           "oscillates"]
+           "oscillates", "bin_points", "MAX_FIT_POINTS"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
 #: A model must lower the AIC by this much against a constant (no decay) to be reported;
@@ -104,6 +129,10 @@ STD_FLOOR_ABSOLUTE = 1e-6
 OSCILLATION_MIN_DEPTH = 0.05
 #: ... and by more than this many median standard errors.
 OSCILLATION_MIN_SE = 25.0
+#: Profiles with more usable distances are fitted on bins (see "Long profiles").
+MAX_FIT_POINTS = 4096
+#: ... of which the first this many distances stay single points.
+EXACT_FIT_POINTS = 2048
 #: Parameters that are positive scales: a relative standard error above 1 makes them not identifiable.
 _SCALE_PARAMS = ("amplitude", "length", "sigma", "period", "exponent", "stretch")
 
@@ -301,8 +330,12 @@ class DecayFits:
     """All model fits of one profile and one target; the ok fit with the lowest AICc is selected.
 
     ``distance``, ``similarity`` and ``sigma`` are the points actually fitted
-    (after masking, sorting and, for the envelope, keeping the touch points),
-    arrays of shape (n_points,); ``sigma`` is None when unweighted.
+    (after masking, sorting, binning a long profile and, for the envelope,
+    keeping the touch points), arrays of shape (n_points,); ``sigma`` is None
+    when unweighted. For a binned profile (module docstring, "Long
+    profiles"), ``bin_distance`` holds the usable input distances, sorted
+    (shape (n_usable,)), and ``bins`` the [start, stop) indices into it of
+    each fitted point (shape (n_points, 2)); both None when not binned.
     """
 
     fits: tuple[DecayFit, ...]
@@ -310,6 +343,8 @@ class DecayFits:
     distance: np.ndarray | None = None
     similarity: np.ndarray | None = None
     sigma: np.ndarray | None = None
+    bin_distance: np.ndarray | None = None
+    bins: np.ndarray | None = None
 
     @property
     def selected(self) -> DecayFit | None:
@@ -408,13 +443,16 @@ def oscillates(similarity, *, se=None) -> bool:
     return bool(depth > max(OSCILLATION_MIN_DEPTH * np.ptp(y), noise) and depth > 0)
 
 
-def fit_weights(n_pairs, std) -> np.ndarray | None:
+def fit_weights(n_pairs, std, *, pooled: float | None = None) -> np.ndarray | None:
     """Standard errors used as curve_fit ``sigma`` (see the module docstring, "Weights").
 
     Parameters
     ----------
     n_pairs, std : ndarray of shape (n_points,) or None
         Pairs behind each mean (>= 2) and their standard deviation.
+    pooled : float, optional
+        Pooled per-pair std of the floor (default: from ``n_pairs`` and ``std``;
+        given for a subset of a profile's points, e.g. its envelope's).
 
     Returns
     -------
@@ -427,7 +465,8 @@ def fit_weights(n_pairs, std) -> np.ndarray | None:
     if std is None:
         return 1.0 / np.sqrt(n)
     s = np.asarray(std, dtype=float)
-    pooled = math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0
+    if pooled is None:
+        pooled = math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0
     floor = max(STD_FLOOR_FRACTION * pooled, STD_FLOOR_ABSOLUTE)
     return np.maximum(s, floor) / np.sqrt(n)
 
@@ -499,12 +538,18 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
     d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
     names = _check_models(models)
-    sigma = fit_weights(n, s)
-    shape_y, shape_n, shape_s = y, n, s
-    if target == "envelope" and d.size:
+    pooled = (math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0) if s is not None and n is not None \
+        else None  # of the whole profile (envelope points are a subset; bins keep Σ n·std²)
+    shape = bin_points(_fit_bins(d.size), d, y, n, s) if d.size > MAX_FIT_POINTS else (d, y, n, s)
+    if target == "envelope" and d.size:  # touch points of the whole profile, then binned if many
         _, touch = upper_envelope(y)
         d, y = d[touch], y[touch]
-        n, s, sigma = (None if a is None else a[touch] for a in (n, s, sigma))
+        n, s = (None if a is None else a[touch] for a in (n, s))
+    raw_d, bins = None, None
+    if d.size > MAX_FIT_POINTS:
+        raw_d, bins = d, _fit_bins(d.size)
+        d, y, n, s = shape if target == "profile" else bin_points(bins, d, y, n, s)
+    sigma = fit_weights(n, s, pooled=pooled)
     common = None  # (status, message) shared by all models, computed once
     fits = []
     for name in names:
@@ -517,8 +562,7 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
             fits.append(_unfit(model, "too_few_points", message, d.size, target))
             continue
         if common is None:  # flat/rising are properties of the profile, whatever the target
-            common = _shape_status(*_check_inputs(distance, similarity, n_pairs, std)) if target == "envelope" \
-                else _shape_status(d, shape_y, shape_n, shape_s)
+            common = _shape_status(*shape)
         fits.append(_unfit(model, *common, d.size, target) if common[0]
                     else _fit_one(model, d, y, sigma, target, level))
     ok = [f for f in fits if f.status == "ok"]
@@ -528,7 +572,42 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         total = sum(raw.values())
         best = min(ok, key=lambda f: f.aicc)
         fits = [replace(f, akaike_weight=raw[id(f)] / total, selected=f is best) if id(f) in raw else f for f in fits]
-    return DecayFits(tuple(fits), target, d, y, sigma)
+    return DecayFits(tuple(fits), target, d, y, sigma, raw_d, bins)
+
+
+def _fit_bins(size: int) -> np.ndarray:
+    """[start, stop) of the fitted points of ``size`` > MAX_FIT_POINTS sorted distances: the first
+    EXACT_FIT_POINTS alone, the rest in MAX_FIT_POINTS − EXACT_FIT_POINTS contiguous bins; shape (n_bins, 2)."""
+    edges = np.concatenate([np.arange(EXACT_FIT_POINTS),
+                            np.linspace(EXACT_FIT_POINTS, size, MAX_FIT_POINTS - EXACT_FIT_POINTS + 1).astype(int)])
+    edges = np.unique(edges)
+    return np.stack([edges[:-1], edges[1:]], axis=1)
+
+
+def bin_points(bins, d, y, n=None, s=None):
+    """Pair-count-weighted bin means of a profile (module docstring, "Long profiles").
+
+    Parameters
+    ----------
+    bins : ndarray of int, shape (n_bins, 2)
+        Contiguous [start, stop) index ranges covering the points in order.
+    d, y : ndarray of shape (n_points,)
+        Distances and similarities.
+    n, s : ndarray of shape (n_points,), optional
+        Pairs and standard deviations (without ``n``, every point weighs 1).
+
+    Returns
+    -------
+    d, y, n, s : ndarray of shape (n_bins,) (n, s None when not given)
+        Weighted mean distance and similarity, summed pairs, pooled within-distance std.
+    """
+    starts = bins[:, 0]
+    w = np.ones_like(y) if n is None else n
+    total = np.add.reduceat(w, starts)
+    d_bin = np.add.reduceat(w * d, starts) / total
+    y_bin = np.add.reduceat(w * y, starts) / total
+    s_bin = None if s is None else np.sqrt(np.add.reduceat(w * s**2, starts) / total)
+    return d_bin, y_bin, (None if n is None else total), s_bin
 
 
 def _check_inputs(distance, similarity, n_pairs, std):

@@ -3,10 +3,18 @@ invariance, symmetry (Wang et al., ICLR 2021) and locality (Chen et al., 2023).
 
 S is the cosine-similarity matrix between positions. No function forms S
 whole: rows of S are computed for blocks of anchor positions (at most
-~4·10⁶ entries at once). Beyond :data:`MAX_ANCHORS` positions the
-anchor-based metrics use every ``anchor_step``-th position as anchor (a
-regular subsample, recorded in the table); translation invariance comes from
-the exact profile and always uses every anchor.
+~4·10⁶ entries at once). The anchor-based metrics (monotonicity, locality,
+symmetry) use every ``anchor_step``-th position as anchor, a regular
+subsample recorded in the table: every position up to :data:`MAX_ANCHORS`
+positions, then at most MAX_ANCHORS anchors and at most
+:data:`MAX_ENTRIES` / n_positions of them (so at most ~8.4·10⁶ entries of S
+in all: 2048 anchors up to n = 4096, 64 at n = 131072, 32 from n = 262144
+on), each metric costing O(n_anchors · n · dim) for the products plus
+O(n_anchors · n log n) for monotonicity's ranks. Measured at n = 131072,
+dim 128: ~1 s instead of 72 s with 2048 anchors (benchmarks/README.md).
+Translation invariance comes from the profile: exact up to 2048 positions,
+beyond from its anchor-sampled standard deviation (128 stratified anchors;
+see :func:`poslab.analysis.similarity_profile`).
 
 References
 ----------
@@ -34,30 +42,45 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .profile import SimilarityProfile
+from .profile import _STD_ANCHORS, _STD_SEED, SimilarityProfile, _stratified_anchors
 from .similarity import UnitRows
 
-__all__ = ["MAX_ANCHORS", "anchor_positions", "monotonicity", "translation_variance_ratio", "kernel_asymmetry",
+__all__ = ["MAX_ANCHORS", "MAX_ENTRIES", "MIN_ANCHORS", "anchor_positions", "monotonicity", "translation_variance_ratio", "kernel_asymmetry",
            "locality", "table_properties", "Properties"]
 
 #: Tables with more positions use a regular subsample of this many anchors (at most).
 MAX_ANCHORS = 2048
+#: ... and of at most this many anchors × positions (entries of S), but never fewer than MIN_ANCHORS anchors.
+MAX_ENTRIES = 2**23
+#: Fewest anchors of a subsample.
+MIN_ANCHORS = 32
 #: Largest number of entries of S held at once.
 _BLOCK_ENTRIES = 4_000_000
 #: Distances beyond this contribute < 2^-60 to locality and are skipped in its numerator.
 _LOCALITY_REACH = 60
 
 
-def anchor_positions(n_positions: int, max_anchors: int = MAX_ANCHORS) -> tuple[np.ndarray, int]:
+def anchor_positions(n_positions: int, max_anchors: int = MAX_ANCHORS,
+                     max_entries: int = MAX_ENTRIES) -> tuple[np.ndarray, int]:
     """Anchors used by the anchor-based metrics: every ``step``-th position.
+
+    Parameters
+    ----------
+    n_positions : int
+    max_anchors : int
+        Most anchors.
+    max_entries : int
+        Most anchors × positions (rows of S computed), down to :data:`MIN_ANCHORS` anchors.
 
     Returns
     -------
     anchors : ndarray of int, shape (ceil(n_positions / step),)
     step : int
-        ceil(n_positions / max_anchors) (1: every position).
+        ceil(n_positions / count), count = min(max_anchors, max(MIN_ANCHORS,
+        max_entries // n_positions)) (1: every position).
     """
-    step = max(1, math.ceil(n_positions / max_anchors))
+    count = max(1, min(max_anchors, max(MIN_ANCHORS, max_entries // max(1, n_positions))))
+    step = max(1, math.ceil(n_positions / count))
     return np.arange(0, n_positions, step), step
 
 
@@ -262,7 +285,8 @@ _REFERENCES = {
 }
 
 
-def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors: int = MAX_ANCHORS) -> Properties:
+def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors: int = MAX_ANCHORS,
+                     max_entries: int = MAX_ENTRIES) -> Properties:
     """Every property metric of one table (see the module docstring).
 
     Parameters
@@ -271,18 +295,21 @@ def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors
         Unit rows of the table (as analysed).
     profile : SimilarityProfile
         Its profile (gives max_distance and translation invariance).
-    max_anchors : int
-        Anchor budget of the anchor-based metrics.
+    max_anchors, max_entries : int
+        Anchor budget of the anchor-based metrics (:func:`anchor_positions`).
 
     Returns
     -------
     Properties
         Metrics ``monotonicity_spearman``, ``monotonicity_violation_rate``,
         ``translation_variance_ratio``, ``symmetry_deviation`` (‖S − Sᵀ‖_F / ‖S‖_F)
-        and ``locality``, with the anchors each used.
+        and ``locality``, with the anchors each used. For
+        ``translation_variance_ratio`` these are the anchors of the profile's
+        standard deviation: every position when it is exact (step 1), else
+        the stratified sample's size and stratum width (n_positions // 128).
     """
     n = len(units.vectors)
-    anchors, step = anchor_positions(n, max_anchors)
+    anchors, step = anchor_positions(n, max_anchors, max_entries)
     max_distance = int(profile.distance[-1])
     rho, violations = monotonicity(units, max_distance, anchors)
     values = {
@@ -292,6 +319,11 @@ def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors
         "symmetry_deviation": kernel_asymmetry(units.vectors, units.vectors, anchors),
         "locality": locality(units, anchors),
     }
-    n_anchors = {m: int(anchors.size) for m in values} | {"translation_variance_ratio": n}
-    steps = {m: step for m in values} | {"translation_variance_ratio": 1}
+    if profile.std_exact:
+        std_anchors, std_step = n, 1
+    else:  # the profile's std comes from a stratified anchor sample
+        std_anchors = int(_stratified_anchors(n, _STD_ANCHORS, np.random.default_rng(_STD_SEED)).size)
+        std_step = n // _STD_ANCHORS
+    n_anchors = {m: int(anchors.size) for m in values} | {"translation_variance_ratio": std_anchors}
+    steps = {m: step for m in values} | {"translation_variance_ratio": std_step}
     return Properties(values, n_anchors, steps)
