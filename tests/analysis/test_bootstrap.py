@@ -148,3 +148,21 @@ def test_binned_refits_bin_each_resample_like_the_fit():
     result = bootstrap_profile(d, profiles, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
     np.testing.assert_allclose(result.replicates["decay_length"], length, rtol=1e-7)
     assert result.n_failed == 0
+
+
+def test_zero_resamples_give_no_interval_and_the_pipeline_skips_the_bootstrap():
+    from poslab.study.runner import analyse_table
+    from poslab.study.spec import AnalysisOptions
+
+    table = make_encoding("smoothed_random", length_scale=4.0).generate(256, 32, rng=np.random.default_rng(0))
+    profile = similarity_profile(table)
+    fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
+                     std=profile.std_similarity[1:])
+    blocks = anchor_block_sums(unit_rows(table), 255)
+    means, counts = resample_units(blocks.sums, blocks.counts, 0, np.random.default_rng(0))
+    result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
+    assert len(result.replicates) == 0 and result.summary()["n_resamples"] == 0
+    assert all(math.isnan(v) for v in (*result.decay_length_ci, *result.band_width_ci[0.5]))
+    assert np.isnan(result.profile_ci[0]).all() and np.isnan(result.profile_ci[1]).all()
+    run = analyse_table(table, max_distance=255, options=AnalysisOptions(n_resamples=0))
+    assert run.bootstrap is None and run.fits.selected.decay_length == fits.selected.decay_length

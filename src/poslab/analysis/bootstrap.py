@@ -329,7 +329,9 @@ def _column_quantiles(values, qs):
     Same as ``np.nanquantile(values, q, axis=0)``, vectorised (numpy loops over columns), in
     chunks of columns (temporaries of ~8 MB, reused rather than freshly faulted in)."""
     n_rows, n_cols = values.shape
-    out = [np.empty(n_cols) for _ in qs]
+    out = [np.full(n_cols, np.nan) for _ in qs]
+    if n_rows == 0:  # no resample: no interval
+        return out
     step = max(1, _CHUNK_ENTRIES // max(1, n_rows))
     for c0 in range(0, n_cols, step):
         v = np.sort(values[:, c0:c0 + step].T, axis=1)  # NaN sort last

@@ -177,7 +177,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     "fit_se": best.decay_length_se if best else math.nan,
                     "decay_length_ci_low": result.decay_length_ci[0],
                     "decay_length_ci_high": result.decay_length_ci[1],
-                    "ci_method": "seed", "ci_level": level, "n_resamples": n_resamples}
+                    "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
             replicates[label] = result.replicates["decay_length"].to_numpy(dtype=float)
         else:
             run = runs.iloc[0]

@@ -67,7 +67,18 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
     -------
     RunAnalysis
         ``envelope_fits`` is set when the profile oscillates
-        (:func:`poslab.analysis.decay.oscillates`) and has a decay to fit.
+        (:func:`poslab.analysis.decay.oscillates`) and has a decay to fit;
+        ``bootstrap`` is None when ``n_resamples`` is 0.
+
+    Notes
+    -----
+    Cost at n positions, dim d, up to distance n − 1: the profile's FFTs
+    O(d · n log n), the anchor-block sums O(d · n · (log(n / 32) + 32)), the
+    fits on at most 4096 points (bins beyond, see
+    :mod:`poslab.analysis.decay`), the resamples O(n_resamples · n) and the
+    properties O(d · n · 64)-ish with their entry budget
+    (:mod:`poslab.analysis.properties`). Measured at n = 131072, dim 128:
+    ~9 s and ~1.1 GB peak for a smoothed_random table (benchmarks/README.md).
     """
     units = unit_rows(table, center=options.center)  # normalised (and excluded positions reported) once
     if not 0 <= max_distance < len(units.vectors):
@@ -88,12 +99,16 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         envelope = fit_decay(profile.distance[use], profile.mean_similarity[use], n_pairs=profile.n_pairs[use],
                              std=profile.std_similarity[use], models=options.models, target="envelope")
     blocks = _block_similarity(units, options.heatmap_bins)
-    anchor = anchor_block_sums(units, max_distance)
-    rng = np.random.default_rng((BOOTSTRAP_SEED, 0 if seed is None else int(seed)))
-    means, counts = resample_units(anchor.sums, anchor.counts, int(getattr(options, "n_resamples", N_RESAMPLES)), rng)
-    boot = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=options.thresholds,
-                             method="anchor_block", level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)),
-                             block_length=anchor.block_length)
+    boot = None
+    n_resamples = int(getattr(options, "n_resamples", N_RESAMPLES))
+    if n_resamples > 0:  # 0: no intervals, and none of their cost
+        anchor = anchor_block_sums(units, max_distance)
+        rng = np.random.default_rng((BOOTSTRAP_SEED, 0 if seed is None else int(seed)))
+        means, counts = resample_units(anchor.sums, anchor.counts, n_resamples, rng)
+        boot = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=options.thresholds,
+                                 method="anchor_block", level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)),
+                                 block_length=anchor.block_length)
+        del means, counts  # the largest arrays of the run (n_resamples x n_distances, twice)
     props = table_properties(units, profile)
     return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]), envelope, boot, props)
 
@@ -186,7 +201,8 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     prof = result.profile.to_frame()
     fitted = result.fits.predict(prof["distance"].to_numpy())
     prof["fitted_similarity"] = np.where(prof["distance"] >= spec.analysis.fit_min_distance, fitted, np.nan)
-    prof["mean_similarity_ci_low"], prof["mean_similarity_ci_high"] = result.bootstrap.profile_ci
+    boot = result.bootstrap  # None: n_resamples = 0, no intervals
+    prof["mean_similarity_ci_low"], prof["mean_similarity_ci_high"] = boot.profile_ci if boot else (np.nan, np.nan)
     band = result.bands.to_frame()
     selected = result.fits.selected
     row.update(
@@ -198,7 +214,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     if selected is None:
         row["message"] = "no decay model fitted: " + ", ".join(sorted({f.status for f in result.fits.fits}))
     row.update({_band_column(t): w for t, w in zip(band["threshold"], band["width"])})
-    row.update(result.bootstrap.summary())
+    row.update(boot.summary() if boot else {"ci_method": "none", "n_resamples": 0})
     envelope = result.envelope_fits.selected if result.envelope_fits is not None else None
     row["envelope_decay_length"] = envelope.decay_length if envelope else np.nan
     row.update(extra_info)
@@ -212,7 +228,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
         "bands": _with_keys(band, keys),
         "heatmaps": _with_keys(result.blocks.to_frame(), short),
         "properties": _with_keys(result.properties.to_frame(), keys),
-        "bootstrap": _with_keys(result.bootstrap.replicates.replace(np.inf, np.nan), keys),
+        **({"bootstrap": _with_keys(boot.replicates.replace(np.inf, np.nan), keys)} if boot else {}),
         **{name: _with_keys(frame, keys) for name, frame in extra_tables.items()},
     }
 
