@@ -604,3 +604,14 @@ def test_short_profiles_are_not_binned():
     d = np.arange(1, decay.MAX_FIT_POINTS + 1, dtype=float)
     fits = fit_decay(d, np.exp(-d / 100), n_pairs=np.full(d.size, 50.0), models=["exponential"])
     assert fits.bins is None and fits.bin_distance is None and fits.selected.n_points == d.size
+
+
+def test_short_decay_over_a_million_distances_is_not_at_bound():
+    """Length bounds span 0.1 to 1e8 positions here: a length of 37 is far from both on a log scale
+    (a linear 1e-6 of the width, 100 positions, used to pin it)."""
+    d = np.arange(1, 1 << 20, dtype=float)
+    y = 0.9 * np.exp(-d / 37) + 0.05
+    best = fit_decay(d, y, n_pairs=(1 << 20) - d, models=["exponential"]).selected
+    assert best is not None and best.decay_length == pytest.approx(37, rel=0.01)
+    assert not decay._on_bound(37.0, 0.1, 1e8) and decay._on_bound(0.1 * (1 + 1e-6), 0.1, 1e8)
+    assert decay._on_bound(2.0, 0.0, 2.0) and not decay._on_bound(1.9, 0.0, 2.0)

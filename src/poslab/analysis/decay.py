@@ -525,7 +525,9 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     parameter's bounded range, or a relative standard error above 1 for a
     positive scale parameter — amplitude, length, sigma, period, exponent,
     stretch — or for the decay length), ``at_bound`` (a parameter within 1e-6
-    of its range's width from a bound), ``not_converged`` (the result equals
+    of its range's width from a bound; on a log scale for a range of positive
+    values such as length, so that a range of 0.1 to 1e8 positions does not
+    pin every length below 100), ``not_converged`` (the result equals
     the guess), ``not_identifiable`` (infinite decay length), ``out_of_range``
     (decay length outside the fitted distances: an extrapolation) and
     ``no_better_than_constant`` (AIC not at least MIN_AIC_GAIN = 10 below that
@@ -684,6 +686,15 @@ def _decay_length_se(model, popt, pcov) -> float:
     return math.sqrt(var) if var >= 0 else math.nan
 
 
+def _on_bound(value, lower, upper) -> bool:
+    """Within 1e-6 of the range from a bound: on a log scale for a positive range (scales such as
+    length: a range of 0.1 to 1e8 positions would otherwise pin every value below ~100), else linearly."""
+    if lower > 0:
+        width = math.log(upper / lower)
+        return min(math.log(value / lower), math.log(upper / value)) <= 1e-6 * width
+    return min(value - lower, upper - value) <= 1e-6 * (upper - lower)
+
+
 def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
     """Fit one model; every numerical failure becomes a status, never an exception."""
 
@@ -717,7 +728,7 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
                                        "the data do not determine the parameters")
     elif pinned := [f"{p} = {v:.6g}" for p, v, lo, hi in zip(model.param_names, popt, lower, upper)
-                    if min(v - lo, hi - v) <= 1e-6 * (hi - lo)]:
+                    if _on_bound(v, lo, hi)]:
         problem = "at_bound", (f"{', '.join(pinned)} sits on its bound: the optimum lies outside what the model "
                                "allows, so its values (and decay length) describe the bound, not the data")
     elif np.allclose(popt, p0, rtol=1e-10, atol=0):
