@@ -20,7 +20,7 @@ kind = "random"
 def test_encodings_lists_every_kind_with_parameters_and_defaults():
     out = CliRunner().invoke(main, ["encodings"]).output
     for text in ["sinusoidal", "learned", "random", "rotary", "base: float, default 10000.0",
-                 "source: str, required", "rope_theta: float or None (omit it), default None", "one run per seed"]:
+                 "source: str, required", "rope_theta: float or None (omit it), default: from config, else 10000", "one run per seed"]:
         assert text in out
 
 

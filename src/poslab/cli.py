@@ -130,8 +130,10 @@ def encodings():
         click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){stochastic}")
         click.echo(f"    {doc}")
         types = cls.parameter_types()
+        unset = getattr(cls, "unset_defaults", {})
         for name, default in cls.defaults().items():
-            shown = "required" if default is dataclasses.MISSING else f"default {default!r}"
+            shown = ("required" if default is dataclasses.MISSING else f"default: {unset[name]}"
+                     if default is None and name in unset else f"default {default!r}")
             click.echo(f"    {name}: {types[name]}, {shown}")
         if kind == "learned":
             click.echo("    bundled sources: " + "; ".join(f"{k} ({v[1]})" for k, v in BUNDLED_TABLES.items()))

@@ -81,7 +81,7 @@ def test_bundled_sources_unchanged_and_recorded(gpt2_table):
     np.testing.assert_array_equal(make_encoding("learned", source="gpt2", offset=5).generate(3, 1), gpt2_table[5:8])
     with pytest.raises(ValueError, match="bundled table 'gpt2' holds one tensor"):
         make_encoding("learned", source="gpt2", key="wpe").generate(3, 1)
-    with pytest.raises(ValueError, match="step is only for training-run folders"):
+    with pytest.raises(ValueError, match="step is only for training runs .* .gpt2. is a bundled table"):
         make_encoding("learned", source="gpt2", step=3).generate(3, 1)
 
 

@@ -96,6 +96,11 @@ def _check_path(path) -> Path:
 
 
 def _unreadable(path, exc) -> ValueError:
+    if type(exc).__name__ == "SafetensorError" or _suffix(Path(path)) == ".safetensors":
+        return ValueError(
+            f"cannot read {path}: {str(exc).rstrip('.')}. The safetensors header or data is damaged "
+            "(a truncated download or copy?); copy or save the file again"
+        )
     return ValueError(
         f"cannot read {path}: {str(exc).rstrip('.')}. Expected a numeric array written by numpy.save / "
         "numpy.savez, safetensors or torch.save; object (pickled) arrays are refused"

@@ -73,7 +73,8 @@ def _fingerprint(path: Path) -> tuple:
 
 
 def _readonly(arr, name) -> np.ndarray:
-    table = check_table(arr, name=name)
+    # non-finite rows are refused only where they are analysed (Encoding.generate checks the window)
+    table = check_table(arr, name=name, allow_nonfinite=True)
     table.flags.writeable = False
     return table
 

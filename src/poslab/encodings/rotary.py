@@ -15,7 +15,7 @@ scaling types (:mod:`poslab.encodings.rope_scaling`) and model configs
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -202,6 +202,17 @@ class Rotary(Encoding):
     kind = "rotary"
     keeps_own_dim = True
     path_params = ("config",)
+    #: What an omitted (None) parameter means, as ``poslab encodings`` prints it.
+    unset_defaults: ClassVar[dict[str, str]] = {
+        "rope_theta": "from config, else 10000",
+        "rotary_dim": "from config (head_dim x partial_rotary_factor), else the study's dim",
+        "config": "none: every value inline",
+        "rope_type": "from config, else 'default'",
+        "partial_rotary_factor": "from config, else 1",
+        "beta_fast": "from config, else 32 (yarn)",
+        "beta_slow": "from config, else 1 (yarn)",
+        "truncate": "from config, else true (yarn)",
+    }
 
     rope_theta: float | None = None
     rotary_dim: int | None = None

@@ -58,6 +58,9 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
     if not out.exists():
         return out
     if not overwrite:
+        if out.is_dir() and any(out.iterdir()) and not _is_results_folder(out):
+            raise ResultsExistError(f"{out} exists and is not a poslab results folder (it holds other files); "
+                                    "choose another --out")
         raise ResultsExistError(f"results folder {out} exists; pass --overwrite (overwrite=True) or choose another --out")
     if not out.is_dir():
         raise ResultsExistError(f"{out} exists and is not a folder; choose another --out")

@@ -120,7 +120,7 @@ def train(config: TrainConfig, out, *, corpus: str | Path = "tinyshakespeare", o
         model = CharTransformer(len(data.vocab), config.context_length, config.d_model, config.heads, config.layers)
         optimizer = _optimizer(model, config)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _lr_factor(step, config))
-        bar = tqdm(total=config.steps, desc="train", unit="step", disable=not progress, dynamic_ncols=True)
+        bar = tqdm(total=config.steps, desc="train", unit="step", disable=None if progress else True, dynamic_ncols=True)
         smoothed = None
         with bar:
             for step in range(config.steps + 1):
