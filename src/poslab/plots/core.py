@@ -30,6 +30,18 @@ _HEATMAP_COLUMNS = ("label", "seed", "row_start", "row_stop", "col_start", "col_
 _PROFILE_COLUMNS = ("label", "seed", "distance", "mean_similarity")
 
 
+def curve_palette(n: int) -> list:
+    """``n`` line colours: colour-blind safe (seaborn "colorblind") and mutually distinct up to 6.
+
+    Orange and vermillion, the palette's two oranges, are only both used from
+    the 7th curve on (black comes first); beyond 10 curves, "husl".
+    """
+    if n > 10:
+        return sns.color_palette("husl", n)
+    cb = sns.color_palette("colorblind")
+    return [cb[0], cb[3], cb[2], cb[4], (0.1, 0.1, 0.1), cb[9], cb[1], cb[5], cb[7], cb[8]][:n]
+
+
 def _check_frame(df, required, name):
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
@@ -216,11 +228,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                          "filter it to one study (or give the runs distinct labels) first")
     marks = _decay_marks(summary, labels)
     summary = _seed_summary(df, "fitted_similarity" in df.columns)
-    if len(labels) <= 10:  # colour-blind safe, reordered so orange and vermillion are not neighbours
-        palette = [sns.color_palette("colorblind")[i] for i in (0, 3, 2, 4, 1, 5, 6, 7, 8, 9)][: len(labels)]
-    else:
-        palette = sns.color_palette("husl", len(labels))
-    colours = dict(zip(labels, palette))
+    colours = dict(zip(labels, curve_palette(len(labels))))
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2, sharey=True)

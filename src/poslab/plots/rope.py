@@ -5,11 +5,10 @@ from __future__ import annotations
 import textwrap
 
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .core import _check_frame, _select_labels
+from .core import _check_frame, _select_labels, curve_palette
 
 __all__ = ["plot_rope_geometry", "rope_figure"]
 
@@ -46,10 +45,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     _check_frame(inv_freq, _FREQ_COLUMNS, "inv_freq")
     _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
     labels = _select_labels(inv_freq, labels, "inv_freq")
-    if len(labels) <= 10:
-        palette = [sns.color_palette("colorblind")[i] for i in (0, 3, 2, 4, 1, 5, 6, 7, 8, 9)][: len(labels)]
-    else:
-        palette = sns.color_palette("husl", len(labels))
+    palette = curve_palette(len(labels))
     w, h = panel_size
     fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
     ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)

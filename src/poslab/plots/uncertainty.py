@@ -49,7 +49,13 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     if comparison.empty:
         raise ValueError("comparison is empty: nothing to plot")
     n = len(comparison)
-    fig = Figure(figsize=(width, 0.9 + 0.45 * n), layout="constrained")
+    labels = [textwrap.fill(str(lab) + (f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m
+                                         and m != "none" else ""), 44, break_long_words=False)
+              for lab, m in zip(comparison["label"], comparison.get("selected_model", [""] * n))]
+    if "max_distance" in comparison and comparison["max_distance"].nunique() > 1:  # say which window each is from
+        labels = [f"{lab}\n[distances up to {md}]" for lab, md in zip(labels, comparison["max_distance"])]
+    rows = max((lab.count("\n") + 1 for lab in labels), default=1)  # text lines per row: rows never overlap
+    fig = Figure(figsize=(width, 0.9 + max(0.45, 0.16 * rows) * n), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]
     values = comparison["decay_length"].to_numpy(dtype=float)
@@ -73,9 +79,6 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
         if np.isfinite(lo) and np.isfinite(hi):
             ax.plot([lo, hi], [yi, yi], color="C0", lw=2.0, solid_capstyle="butt")
         ax.plot([v], [yi], marker="o", ms=7, color="C0", mfc="white" if seed else "C0")
-    labels = [textwrap.fill(str(lab) + (f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m
-                                         and m != "none" else ""), 44, break_long_words=False)
-              for lab, m in zip(comparison["label"], comparison.get("selected_model", [""] * n))]
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_ylim(-0.7, n - 0.3)
     pct = f"{level:.0%} " if level else ""

@@ -143,6 +143,9 @@ def figure_title(summary: pd.DataFrame) -> str | None:
     if not len(summary):
         return None
     first = summary.iloc[0]
+    if summary["n_positions"].nunique() > 1:  # some entries analyse a shorter window
+        return (f"{first['study']}: up to {summary['n_positions'].max()} positions, distances up to "
+                f"{summary['max_distance'].max()} (shorter windows: {', '.join(map(str, sorted(summary['n_positions'].unique())[:-1]))})")
     return f"{first['study']}: {first['n_positions']} positions, distances up to {first['max_distance']}"
 
 
