@@ -99,17 +99,18 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         envelope = fit_decay(profile.distance[use], profile.mean_similarity[use], n_pairs=profile.n_pairs[use],
                              std=profile.std_similarity[use], models=options.models, target="envelope")
     blocks = _block_similarity(units, options.heatmap_bins)
+    props = table_properties(units, profile)
     boot = None
     n_resamples = int(getattr(options, "n_resamples", N_RESAMPLES))
     if n_resamples > 0:  # 0: no intervals, and none of their cost
         anchor = anchor_block_sums(units, max_distance)
+        del units  # the rows are not needed any more: free them before the resamples (1 GiB at n = 1M, dim 128)
         rng = np.random.default_rng((BOOTSTRAP_SEED, 0 if seed is None else int(seed)))
         means, counts = resample_units(anchor.sums, anchor.counts, n_resamples, rng)
         boot = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=options.thresholds,
                                  method="anchor_block", level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)),
                                  block_length=anchor.block_length)
         del means, counts  # the largest arrays of the run (n_resamples x n_distances, twice)
-    props = table_properties(units, profile)
     return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]), envelope, boot, props)
 
 
