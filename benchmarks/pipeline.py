@@ -33,7 +33,7 @@ from pathlib import Path
 
 KINDS = ("sinusoidal", "smoothed_random")
 STAGES = ("unit_rows", "_similarity_profile", "band_metrics", "fit_decay", "_block_similarity", "anchor_block_sums",
-          "resample_units", "bootstrap_profile", "table_properties")
+          "bootstrap_anchor_blocks", "table_properties")
 
 
 def _child(kind, n, dim, n_resamples, out):

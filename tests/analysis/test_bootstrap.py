@@ -166,3 +166,30 @@ def test_zero_resamples_give_no_interval_and_the_pipeline_skips_the_bootstrap():
     assert np.isnan(result.profile_ci[0]).all() and np.isnan(result.profile_ci[1]).all()
     run = analyse_table(table, max_distance=255, options=AnalysisOptions(n_resamples=0))
     assert run.bootstrap is None and run.fits.selected.decay_length == fits.selected.decay_length
+
+
+@pytest.mark.parametrize("n", [512, 4200])  # 4200: a binned fit (more than 4096 distances)
+def test_anchor_block_bootstrap_equals_resampling_the_whole_profiles(n, monkeypatch):
+    from poslab.analysis import bootstrap
+    from poslab.analysis.bootstrap import bootstrap_anchor_blocks
+
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 25 * 97)  # chunks of 97 distances: widths found in later chunks
+
+    table = make_encoding("smoothed_random", length_scale=6.0).generate(n, 16, rng=np.random.default_rng(n))
+    units = unit_rows(table)
+    profile = similarity_profile(table)
+    fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
+                     std=profile.std_similarity[1:])
+    assert (fits.bins is not None) == (n > 4097) and fits.selected is not None
+    blocks = anchor_block_sums(units, n - 1)
+    means, counts = resample_units(blocks.sums, blocks.counts, 25, np.random.default_rng(7))
+    whole = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.9, 0.5, 0.0),
+                              method="anchor_block", level=0.9, block_length=blocks.block_length)
+    chunked = bootstrap_anchor_blocks(profile.distance, blocks, 25, np.random.default_rng(7), fits=fits,
+                                      thresholds=(0.9, 0.5, 0.0), level=0.9)
+    assert chunked.summary().keys() == whole.summary().keys()
+    np.testing.assert_array_equal(chunked.replicates.drop(columns="decay_length"),
+                                  whole.replicates.drop(columns="decay_length"))
+    np.testing.assert_allclose(chunked.replicates["decay_length"], whole.replicates["decay_length"], rtol=1e-7)
+    np.testing.assert_allclose(chunked.profile_ci, whole.profile_ci, rtol=0, atol=1e-15)  # matmul rounding
+    assert chunked.band_width_ci == whole.band_width_ci and chunked.n_failed == whole.n_failed

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from ..analysis import BandMetrics, BlockSimilarity, DecayFits, SimilarityProfile, band_metrics, fit_decay, unit_rows
 from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, anchor_block_sums,
-                                  bootstrap_profile, resample_units)
+                                  bootstrap_anchor_blocks)
 from ..analysis.decay import fit_weights, oscillates
 from ..analysis.heatmap import _block_similarity
 from ..analysis.properties import Properties, table_properties
@@ -75,7 +75,8 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
     Cost at n positions, dim d, up to distance n − 1: the profile's FFTs
     O(d · n log n), the anchor-block sums O(d · n · (log(n / 32) + 32)), the
     fits on at most 4096 points (bins beyond, see
-    :mod:`poslab.analysis.decay`), the resamples O(n_resamples · n) and the
+    :mod:`poslab.analysis.decay`), the resamples O(n_resamples · n) time in
+    chunks of distances (:func:`poslab.analysis.bootstrap.bootstrap_anchor_blocks`) and the
     properties O(d · n · 64)-ish with their entry budget
     (:mod:`poslab.analysis.properties`). Measured at n = 131072, dim 128:
     ~9 s and ~1.1 GB peak for a smoothed_random table (benchmarks/README.md).
@@ -106,11 +107,9 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
         anchor = anchor_block_sums(units, max_distance)
         del units  # the rows are not needed any more: free them before the resamples (1 GiB at n = 1M, dim 128)
         rng = np.random.default_rng((BOOTSTRAP_SEED, 0 if seed is None else int(seed)))
-        means, counts = resample_units(anchor.sums, anchor.counts, n_resamples, rng)
-        boot = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=options.thresholds,
-                                 method="anchor_block", level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)),
-                                 block_length=anchor.block_length)
-        del means, counts  # the largest arrays of the run (n_resamples x n_distances, twice)
+        boot = bootstrap_anchor_blocks(profile.distance, anchor, n_resamples, rng, fits=fits,
+                                       thresholds=options.thresholds,
+                                       level=float(getattr(options, "ci_level", BOOTSTRAP_LEVEL)))
     return RunAnalysis(profile, bands, fits, blocks, int(np.shape(table)[1]), envelope, boot, props)
 
 
