@@ -10,7 +10,8 @@ Two resampling units, one machinery:
   block_length + n_blocks)) time, O(n_blocks · n) memory). A resample draws n_blocks
   blocks with replacement, the same blocks for every distance, so the
   correlation between distances is kept: its profile is the ratio of summed
-  sums to summed counts, a (R, n_blocks) × (n_blocks, K) product. This is
+  sums to summed counts, a (R, n_blocks) × (n_blocks, K) product, made a
+  chunk of distances at a time by :func:`bootstrap_anchor_blocks`. This is
   the non-overlapping block bootstrap (Carlstein 1986; Lahiri, *Resampling
   Methods for Dependent Data*, 2003, §2.5): blocks keep the dependence
   between neighbouring anchors (they share positions and, in a smooth table,
