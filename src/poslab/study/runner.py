@@ -79,7 +79,7 @@ def analyse_table(table, *, max_distance: int, options: AnalysisOptions = Analys
     chunks of distances (:func:`poslab.analysis.bootstrap.bootstrap_anchor_blocks`) and the
     properties O(d · n · 64)-ish with their entry budget
     (:mod:`poslab.analysis.properties`). Measured at n = 131072, dim 128:
-    ~9 s and ~1.1 GB peak for a smoothed_random table (benchmarks/README.md).
+    ~7-8 s and 0.7 GiB peak per run (benchmarks/README.md, benchmarks/pipeline.py).
     """
     units = unit_rows(table, center=options.center)  # normalised (and excluded positions reported) once
     if not 0 <= max_distance < len(units.vectors):
