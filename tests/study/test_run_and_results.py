@@ -295,3 +295,21 @@ def test_encodings_add_summary_columns_and_tables(tmp_path):
         write_results(result, out, overwrite=True)  # a folder with the extra table is still ours to replace
     finally:
         del _REGISTRY[Ramp.kind]
+
+
+def test_no_resamples_gives_the_same_analysis_without_intervals(tmp_path):
+    """[analysis] n_resamples = 0: same profiles, fits and widths; no interval columns, no bootstrap.csv."""
+    text = ('name = "nr"\nn_positions = 96\ndim = 16\n[analysis]\nheatmap_bins = 8\n{}'
+            '[[encodings]]\nkind = "sinusoidal"\n[[encodings]]\nkind = "learned"\nsource = "gpt2"\n')
+    (tmp_path / "a.toml").write_text(text.format(""))
+    (tmp_path / "b.toml").write_text(text.format("n_resamples = 0\n"))
+    full = run_study(load_study(tmp_path / "a.toml"), progress=False)
+    bare = run_study(load_study(tmp_path / "b.toml"), progress=False)
+    pd.testing.assert_series_equal(full.profiles["mean_similarity"], bare.profiles["mean_similarity"])
+    np.testing.assert_array_equal(full.summary["decay_length"], bare.summary["decay_length"])
+    np.testing.assert_array_equal(full.summary["band_width_0p5"], bare.summary["band_width_0p5"])
+    assert list(bare.summary["ci_method"]) == ["none", "none"]
+    assert not [c for c in bare.summary.columns if c.endswith("_ci_low")]
+    assert full.summary["decay_length_ci_low"].notna().any()
+    out = write_results(bare, tmp_path / "out")
+    assert not (out / "bootstrap.csv").exists() and (out / "decay_lengths.png").is_file()

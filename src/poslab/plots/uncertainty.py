@@ -82,8 +82,11 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_ylim(-0.7, n - 0.3)
     pct = f"{level:.0%} " if level else ""
-    ax.set_xlabel(f"decay length (positions)\nthick: {pct}bootstrap interval · thin grey: {pct}fit interval\n"
-                  "filled dot: anchor-block bootstrap · open dot: seed bootstrap", fontsize=8)
+    if (np.isfinite(low) & np.isfinite(high)).any():
+        ax.set_xlabel(f"decay length (positions)\nthick: {pct}bootstrap interval · thin grey: {pct}fit interval\n"
+                      "filled dot: anchor-block bootstrap · open dot: seed bootstrap", fontsize=8)
+    else:  # n_resamples = 0
+        ax.set_xlabel(f"decay length (positions)\nthin grey: {pct or '95% '}fit interval (no bootstrap)", fontsize=8)
     ax.grid(axis="x", alpha=0.3, lw=0.5)
     if title:
         fig.suptitle(title)
