@@ -193,3 +193,18 @@ def test_anchor_block_bootstrap_equals_resampling_the_whole_profiles(n, monkeypa
     np.testing.assert_allclose(chunked.replicates["decay_length"], whole.replicates["decay_length"], rtol=1e-7)
     np.testing.assert_allclose(chunked.profile_ci, whole.profile_ci, rtol=0, atol=1e-15)  # matmul rounding
     assert chunked.band_width_ci == whole.band_width_ci and chunked.n_failed == whole.n_failed
+
+
+def test_translation_invariant_band_crossing_late_has_zero_width_interval():
+    """A resample without anchors far enough back has no pairs at the crossing: undefined, not 'beyond'."""
+    from poslab.study.runner import analyse_table
+    from poslab.study.spec import AnalysisOptions
+
+    omega = np.pi / (2 * 245.5)  # one phase pair: the profile is exactly cos(omega k), below 0 from k = 246
+    m = np.arange(256)
+    table = np.stack([np.cos(omega * m), np.sin(omega * m)], axis=1)
+    result = analyse_table(table, max_distance=255, options=AnalysisOptions(thresholds=(0.0,), n_resamples=200))
+    np.testing.assert_allclose(result.profile.mean_similarity, np.cos(omega * m), atol=1e-12)
+    assert result.bands.to_frame()["width"].tolist() == [246]
+    (low, high), = result.bootstrap.band_width_ci.values()
+    assert low == high == 246  # 32 blocks of 8 anchors: only blocks 0-1 reach distance 246

@@ -501,6 +501,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     sums, counts = blocks.sums, blocks.counts
     weights = _resample_weights(sums.shape[0], n_resamples, rng)
     widths = np.full((n_resamples, len(thresholds)), np.inf)
+    last_defined = np.full(n_resamples, -np.inf)  # largest distance at which each resample has a pair
     low, high = np.full(distance.size, np.nan), np.full(distance.size, np.nan)
     spread = 0.0
     step = max(1, _CHUNK_ENTRIES // max(1, n_resamples))
@@ -510,8 +511,14 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
         w = band_widths(distance[c0:c1], chunk, thresholds)
         first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
         widths[first] = w[first]
+        defined = ~np.isnan(chunk)
+        last_defined = np.where(defined.any(axis=1), distance[c0:c1][defined.shape[1] - 1 - np.argmax(
+            defined[:, ::-1], axis=1)], last_defined)
         spread = max(spread, _spread(chunk))
         low[c0:c1], high[c0:c1] = _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2])
+    # a resample that never falls below a threshold but has no pairs at the window's far end (its
+    # blocks hold no anchor that far back) says nothing about a width there: undefined, not beyond
+    widths[np.isinf(widths) & (last_defined < np.nanmax(np.where(counts.sum(axis=0) > 0, distance, np.nan)))[:, None]] = np.nan
     if fits.selected is not None and spread <= 1e-12:  # every resample is the profile: no refits needed
         reps, failed = np.full(n_resamples, fits.selected.decay_length), 0
     elif fits.selected is None:
