@@ -6,22 +6,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .core import _check_frame as _check
+
 __all__ = ["plot_grid_profiles", "grid_figure"]
 
 _PROFILE_COLUMNS = ("label", "metric", "distance", "mean_similarity")
 _MAP_COLUMNS = ("label", "row", "col", "reference_row", "reference_col", "similarity")
 # Euclidean distances are many and sparse (one point per distinct √(Δr² + Δc²)): points, not a line.
 _STYLE = {"euclidean": ("none", "."), "manhattan": ("-", "s"), "along_row": ("--", None), "along_column": (":", None)}
-
-
-def _check(df, required, name):
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks required column(s) {missing}; it has {list(df.columns)}")
-    if df.empty:
-        raise ValueError(f"{name} is empty: nothing to plot")
 
 
 def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | None = None, *,
