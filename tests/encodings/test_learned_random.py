@@ -112,3 +112,15 @@ def test_bundled_training_run_by_name():
         0, 30, 100, 200, 400, 800, 1500]
     with pytest.raises(KeyError, match="has no step 31; saved steps: 0, 30, 100, 200, 400, 800, 1500"):
         make_encoding("learned", source="trained-char-lm", step=31).generate(256, 1)
+
+
+def test_non_finite_rows_refused_only_inside_the_analysed_window(tmp_path):
+    from poslab.encodings import make_encoding
+
+    table = np.random.default_rng(0).normal(size=(64, 8))
+    table[40] = np.nan
+    np.save(tmp_path / "t.npy", table)
+    enc = make_encoding("learned", source=str(tmp_path / "t.npy"))
+    np.testing.assert_array_equal(enc.generate(32, 1), table[:32])  # row 40 lies outside the window
+    with pytest.raises(ValueError, match=r"NaN or inf at 1 analysed position\(s\) \(first: \[40\]\).*smaller n_positions"):
+        enc.generate(48, 1)

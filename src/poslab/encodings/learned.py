@@ -287,7 +287,14 @@ class Learned(Encoding):
 
     def _generate(self, n_positions, dim, rng):
         offset, _ = self._layout()
-        return np.array(self.table()[offset : offset + n_positions])
+        window = np.array(self.table()[offset : offset + n_positions])
+        bad = np.flatnonzero(~np.isfinite(window).all(axis=1))
+        if bad.size:
+            raise ValueError(
+                f"{self.label}: the stored table holds NaN or inf at {bad.size} analysed position(s) "
+                f"(first: {bad[:10].tolist()}); fix the source table, or analyse a window without them "
+                f"(a smaller n_positions for this entry, or a larger offset)")
+        return window
 
     def run_info(self, n_positions: int) -> dict[str, Any]:
         """``tensor``, ``source_dtype``, ``row_offset`` (row of position 0), ``grid_shape`` and ``prefix_tokens``."""
