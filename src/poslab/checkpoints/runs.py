@@ -14,11 +14,17 @@ import dataclasses
 import json
 from pathlib import Path
 
-__all__ = ["RUN_FILE", "RUN_FORMAT", "TrainingRun", "is_training_run", "open_training_run"]
+__all__ = ["RUN_FILE", "RUN_FORMAT", "RUN_VERSION", "TrainingRun", "is_training_run", "open_training_run",
+           "snapshot_path"]
 
 RUN_FILE = "poslab_train.json"
 RUN_FORMAT = "poslab-train-run"
 RUN_VERSION = 1
+
+
+def snapshot_path(run_dir, step: int) -> Path:
+    """``run_dir / "positions" / "step_{step:07d}.npy"``: where a run saves its table at ``step``."""
+    return Path(run_dir) / "positions" / f"step_{step:07d}.npy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +56,7 @@ class TrainingRun:
         """
         if step not in self.steps:
             raise KeyError(f"training run {self.path} has no step {step}; saved steps: {_show(self.steps)}")
-        path = self.path / "positions" / f"step_{step:07d}.npy"
+        path = snapshot_path(self.path, step)
         if not path.is_file():
             raise FileNotFoundError(f"{self.path / RUN_FILE} lists step {step} but {path} is missing")
         return path

@@ -26,20 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RUN_FILE", "RUN_FORMAT", "RUN_VERSION", "RunExistsError", "RunWriter", "check_run_writable", "snapshot_path"]
+from ..checkpoints.runs import RUN_FILE, RUN_FORMAT, RUN_VERSION, snapshot_path  # the contract, defined beside its reader
 
-RUN_FILE = "poslab_train.json"
-RUN_FORMAT = "poslab-train-run"
-RUN_VERSION = 1
+__all__ = ["RUN_FILE", "RUN_FORMAT", "RUN_VERSION", "RunExistsError", "RunWriter", "check_run_writable", "snapshot_path"]
 
 
 class RunExistsError(FileExistsError):
     """The run folder exists and may not be replaced."""
-
-
-def snapshot_path(run_dir, step: int) -> Path:
-    """``run_dir / "positions" / "step_{step:07d}.npy"``."""
-    return Path(run_dir) / "positions" / f"step_{step:07d}.npy"
 
 
 def _is_run_folder(folder: Path) -> bool:
