@@ -158,17 +158,23 @@ def plot(results):
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("source")
 @click.option("--key", help="Check this tensor instead of choosing one.")
-def inspect(path, key):
-    """List the position tensors in PATH and say which one `learned` would use, and why.
+def inspect(source, key):
+    """List the position tensors of SOURCE and say which one `learned` would use, and why.
 
-    PATH: a weights file, a Hugging Face model folder or local cache snapshot, or a training-run folder.
+    SOURCE: anything `learned source = ...` accepts: a bundled name (gpt2, ...), a weights file or
+    config.json, a Hugging Face model folder, cache snapshot or models--ORG--NAME folder, a Hub id
+    ORG/NAME[@REVISION], or a training-run folder. Exits non-zero when no table would be used.
     """
     from .checkpoints import inspect_source
+    from .checkpoints.inspect import NoTableError
 
     try:
-        click.echo(inspect_source(path, key))
+        click.echo(inspect_source(source, key))
+    except NoTableError as exc:
+        click.echo(exc.report)
+        raise click.ClickException(f"no position table would be used: {exc.reason}") from None
     except (OSError, KeyError, ValueError, ImportError) as exc:
         raise click.ClickException(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
 

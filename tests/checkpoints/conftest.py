@@ -1,6 +1,9 @@
 """Checkpoint fixtures: small files in the real formats, filled with rows of the real GPT-2 table."""
 
+import hashlib
 import json
+import os
+import shutil
 import struct
 from pathlib import Path
 
@@ -49,3 +52,45 @@ def make_model():
 def raw_safetensors():
     """write_raw_safetensors(path, {key: (dtype_code, shape, raw_bytes)}) -> path."""
     return write_raw_safetensors
+
+
+COMMIT = "607a30d783dfa663caf39e06633721c8d4cfcd7e"
+
+
+def write_cache(cache: Path, repo_id: str, folder: Path, commit: str = COMMIT) -> Path:
+    """Put ``folder``'s files into a Hugging Face cache at ``cache`` (blobs/, snapshots/COMMIT links, refs/main).
+
+    Returns the ``models--ORG--NAME`` folder. The layout is huggingface_hub's: each file's bytes in
+    ``blobs/<sha256>``, ``snapshots/<commit>/<name>`` a relative symlink to it, ``refs/main`` the commit.
+    """
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    (repo / "blobs").mkdir(parents=True, exist_ok=True)
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True, exist_ok=True)
+    for file in sorted(folder.iterdir()):
+        blob = hashlib.sha256(file.read_bytes()).hexdigest()
+        shutil.copyfile(file, repo / "blobs" / blob)
+        os.symlink(f"../../blobs/{blob}", snap / file.name)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit)
+    return repo
+
+
+@pytest.fixture
+def make_cache():
+    """write_cache(cache, repo_id, folder, commit=COMMIT) -> models--ORG--NAME folder."""
+    return write_cache
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache in tmp_path/hub, offline: HF_HUB_CACHE and HF_HUB_OFFLINE as huggingface_hub reads them."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))  # read at import time by huggingface_hub
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache

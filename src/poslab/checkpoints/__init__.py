@@ -5,11 +5,14 @@ from .inspect import inspect_source
 from .models import Checkpoint, open_checkpoint
 from .positions import FAMILIES, Candidate, Selection, load_position_table, select_position_table
 from .runs import TrainingRun, is_training_run, open_training_run
+from .sources import ModelSource, SourceError, read_json, resolve_model
 
 __all__ = [
     "FAMILIES",
     "Candidate",
     "Checkpoint",
+    "ModelSource",
+    "SourceError",
     "Selection",
     "TensorInfo",
     "TrainingRun",
@@ -20,5 +23,7 @@ __all__ = [
     "load_tensor",
     "open_checkpoint",
     "open_training_run",
+    "read_json",
+    "resolve_model",
     "select_position_table",
 ]

@@ -30,13 +30,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import pickle
+import re
 import struct
 import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from .sources import SourceError, cache_repo_of, confined, link_problem, read_json
 
 __all__ = ["TensorInfo", "list_tensors", "load_tensor", "SUPPORTED_SUFFIXES", "FLOAT_DTYPES", "TORCH_EXTRA"]
 
@@ -86,23 +90,33 @@ def _suffix(path: Path) -> str:
 def _check_path(path) -> Path:
     path = Path(path).expanduser()  # never resolved: a cache snapshot's symlink keeps its suffix
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}" + (" (a broken symlink)" if path.is_symlink() else ""))
+        raise FileNotFoundError(link_problem(path) if path.is_symlink() else f"no such file: {path}")
     if _suffix(path) not in SUPPORTED_SUFFIXES:
         raise ValueError(
             f"cannot read {path.name}: supported formats are {', '.join(SUPPORTED_SUFFIXES)} "
             "(PyTorch files only through torch.load(weights_only=True); nothing else is unpickled)"
         )
+    if path.stat().st_size == 0:
+        raise ValueError(f"cannot read {path}: the file is empty (0 bytes; an interrupted download or copy?); "
+                         "save or copy it again")
     return path
+
+
+def _safe_text(exc) -> str:
+    """An exception's message without advice to load unsafely (torch suggests weights_only=False)."""
+    lines = [line for line in str(exc).splitlines() if "weights_only" not in line and "trust" not in line.lower()]
+    text = " ".join(line.strip() for line in lines if line.strip()).rstrip(".")
+    return text or type(exc).__name__
 
 
 def _unreadable(path, exc) -> ValueError:
     if type(exc).__name__ == "SafetensorError" or _suffix(Path(path)) == ".safetensors":
         return ValueError(
-            f"cannot read {path}: {str(exc).rstrip('.')}. The safetensors header or data is damaged "
+            f"cannot read {path}: {_safe_text(exc)}. The safetensors header or data is damaged "
             "(a truncated download or copy?); copy or save the file again"
         )
     return ValueError(
-        f"cannot read {path}: {str(exc).rstrip('.')}. Expected a numeric array written by numpy.save / "
+        f"cannot read {path}: {_safe_text(exc)}. Expected a numeric array written by numpy.save / "
         "numpy.savez, safetensors or torch.save; object (pickled) arrays are refused"
     )
 
@@ -122,6 +136,33 @@ def _safetensors_header(path: Path) -> tuple[int, dict]:
     return 8 + n, header
 
 
+def decode_tensor_bytes(raw: bytes, info: TensorInfo, where: str) -> np.ndarray:
+    """The little-endian bytes of a safetensors tensor as an array of ``info.shape``.
+
+    bfloat16 becomes float32 exactly (its 16 bits are the top half of a
+    float32); every other dtype keeps its numpy equivalent.
+
+    Raises
+    ------
+    ValueError
+        The byte count does not match the shape, or the dtype has no numpy equivalent.
+    """
+    count = math.prod(info.shape)
+    if info.dtype == "bfloat16":
+        np_dtype = np.dtype("<u2")
+    elif info.dtype in _ST_DTYPES.values():
+        np_dtype = np.dtype(info.dtype).newbyteorder("<")
+    else:
+        raise ValueError(f"cannot read {info.key!r} from {where}: its dtype {info.dtype} has no numpy equivalent; "
+                         "save the tensor as float32")
+    if len(raw) != count * np_dtype.itemsize:
+        raise ValueError(f"tensor {info.key!r} in {where}: {len(raw)} bytes do not hold {count} {info.dtype} values")
+    arr = np.frombuffer(raw, dtype=np_dtype).reshape(info.shape)
+    if info.dtype == "bfloat16":
+        return (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr.astype(np_dtype.newbyteorder("="))
+
+
 def _read_bf16(path: Path, key: str) -> np.ndarray:
     """A bfloat16 tensor as float32 (exact): the 16 bits are the top half of a float32."""
     start, header = _safetensors_header(path)
@@ -131,8 +172,10 @@ def _read_bf16(path: Path, key: str) -> np.ndarray:
     count = math.prod(shape)
     if end - begin != 2 * count or start + end > path.stat().st_size:
         raise ValueError(f"tensor {key!r}: data_offsets {begin}..{end} do not hold {count} bfloat16 values")
-    raw = np.fromfile(path, dtype="<u2", count=count, offset=start + begin)
-    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    with open(path, "rb") as f:
+        f.seek(start + begin)
+        raw = f.read(end - begin)
+    return decode_tensor_bytes(raw, TensorInfo(key, shape, "bfloat16"), path.name)
 
 
 def _list_safetensors(path: Path) -> list[TensorInfo]:
@@ -185,10 +228,13 @@ def _torch_state(path: Path) -> dict:
                 if "mmap" not in str(exc):
                     raise
                 obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
+    except pickle.UnpicklingError as exc:  # torch's own text advises unsafe loading: never shown
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        what = f"a pickled {found.group(1)} object" if found else "pickled objects other than tensors"
         raise ValueError(
-            f"cannot read {path}: torch.load(weights_only=True) refused it ({str(exc).splitlines()[0]}); "
-            "poslab never unpickles arbitrary objects. Save a plain state dict, or convert to .safetensors"
+            f"cannot read {path}: it holds {what}, which torch.load(weights_only=True) refuses; poslab never "
+            "unpickles arbitrary objects. Save a plain state dict of tensors (torch.save(model.state_dict(), "
+            "...)), or convert the file to .safetensors"
         ) from None
     except (RuntimeError, OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
         raise _unreadable(path, exc) from None
@@ -225,24 +271,60 @@ def _torch_numpy(t) -> np.ndarray:
 
 # -------------------------------------------------------------------- sharded
 def _weight_map(path: Path) -> dict[str, str]:
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-        weight_map = index["weight_map"]
-        if not isinstance(weight_map, dict):
-            raise TypeError("weight_map is not a JSON object")
-    except (ValueError, KeyError, TypeError) as exc:
+    index = read_json(path, 'a sharded-checkpoint index (JSON with a "weight_map" object)')
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise ValueError(
-            f"cannot read {path}: not a sharded-checkpoint index ({exc}); expected JSON with a "
-            '"weight_map" object mapping tensor names to shard files'
-        ) from None
+            f"cannot read {path}: not a sharded-checkpoint index; expected JSON with a "
+            '"weight_map" object mapping tensor names to shard file names'
+        )
     return weight_map
 
 
 def _shard(path: Path, filename: str) -> Path:
+    """The shard ``filename`` named by index ``path``: a weights file inside the index's folder (or cache repo)."""
+    if not isinstance(filename, str) or not filename or os.path.isabs(filename) or "\\" in filename \
+            or ".." in Path(filename).parts:
+        raise SourceError(f"{path} names the shard {filename!r}: expected a file name inside {path.parent} "
+                          "(no absolute path, no '..'); poslab never reads outside the model's folder")
+    if filename.endswith(".index.json") or _suffix(Path(filename)) not in (".safetensors", *TORCH_SUFFIXES):
+        raise SourceError(f"{path} names {filename!r} as a shard; shards are .safetensors or PyTorch weights "
+                         "files, not an index or another format")
     shard = path.parent / filename
+    repo = cache_repo_of(path.parent)
+    confined(shard, repo or path.parent, what="cache repo" if repo else "model folder")
     if not shard.is_file():
-        raise FileNotFoundError(f"{path.name} names the shard {filename}, which is missing from {path.parent}")
+        problem = link_problem(shard) if shard.is_symlink() else "missing"
+        raise FileNotFoundError(f"{path.name} names the shard {filename}, which is {problem} in {path.parent}"
+                                if problem == "missing" else f"{path.name} names the shard {filename}: {problem}")
     return shard
+
+
+# ------------------------------------------------------------------------ npz
+def _npz_members(path: Path) -> list[TensorInfo]:
+    """Name, shape and dtype of every array of a ``.npz``, from each member's .npy header only.
+
+    Only the first bytes of each member are decompressed (the header), so a
+    member that inflates to gigabytes costs nothing to list.
+    """
+    out = []
+    with zipfile.ZipFile(path) as zf:
+        for member in zf.infolist():
+            if not member.filename.endswith(".npy"):
+                continue
+            with zf.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"member {member.filename}: unsupported .npy format version {version}")
+            if dtype.hasobject:
+                raise ValueError(f"member {member.filename} holds Python objects (a pickled array); "
+                                 "object arrays are refused")
+            out.append(TensorInfo(member.filename.removesuffix(".npy"), tuple(shape), str(dtype)))
+    return out
 
 
 # --------------------------------------------------------------------- public
@@ -250,8 +332,8 @@ def list_tensors(path) -> list[TensorInfo]:
     """Every tensor in ``path`` with its shape and dtype.
 
     ``.npy``, ``.safetensors`` and sharded safetensors data are not read
-    (headers only); ``.npz`` members are read, as numpy offers no header-only
-    access to them; PyTorch files are memory-mapped when torch can.
+    (headers only); of a ``.npz`` only each member's .npy header is
+    decompressed; PyTorch files are memory-mapped when torch can.
 
     Raises
     ------
@@ -267,8 +349,7 @@ def list_tensors(path) -> list[TensorInfo]:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
             return [TensorInfo(None, tuple(arr.shape), str(arr.dtype))]
         if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as npz:
-                return [TensorInfo(k, tuple(npz[k].shape), str(npz[k].dtype)) for k in npz.files]
+            return _npz_members(path)
         if suffix in TORCH_SUFFIXES:
             return [TensorInfo(k, tuple(t.shape), _torch_dtype(t)) for k, t in _torch_state(path).items()]
         if suffix == ".index.json":
@@ -280,8 +361,8 @@ def list_tensors(path) -> list[TensorInfo]:
                         if i.key in names]
             return out
         return _list_safetensors(path)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, FileNotFoundError) or str(exc).startswith("cannot read"):
+    except (ValueError, OSError, EOFError, RecursionError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, (FileNotFoundError, SourceError)) or str(exc).startswith("cannot read"):
             raise
         raise _unreadable(path, exc) from None
     except Exception as exc:  # safetensors raises its own SafetensorError for a corrupt header

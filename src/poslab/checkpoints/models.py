@@ -1,95 +1,107 @@
-"""Find a model's weights and ``config.json`` on disk: a file, a Hugging Face model folder or cache snapshot.
+"""A model's weights and ``config.json``, found through :func:`poslab.checkpoints.resolve_model`.
 
-Accepted paths (nothing is ever downloaded):
-
-- a weights file (see :mod:`poslab.checkpoints.files`); a ``config.json``
-  in the same folder is used if present;
-- a Hugging Face model folder: ``config.json`` plus ``model.safetensors``,
-  ``model.safetensors.index.json`` (sharded), ``pytorch_model.bin`` or
-  ``pytorch_model.bin.index.json`` (first present wins, in that order);
-- a snapshot of the local Hugging Face cache,
-  ``models--ORG--NAME/snapshots/REV/`` (its files are symlinks into
-  ``../../blobs``), or the ``models--ORG--NAME`` folder itself, whose
-  ``refs/main`` names the snapshot.
+Accepted sources are those of :mod:`poslab.checkpoints.sources`: a
+``config.json``, a weights file, a model folder, a Hugging Face cache
+snapshot or ``models--ORG--NAME`` folder, or a Hub id ``ORG/NAME[@REV]``.
+A Hub id whose weights are not cached is read remotely, header and position
+tensor only (:mod:`poslab.checkpoints.hub`), unless ``HF_HUB_OFFLINE`` is set.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
-from .files import SUPPORTED_SUFFIXES, TensorInfo, list_tensors
+import numpy as np
+
+from .files import SUPPORTED_SUFFIXES, TensorInfo, list_tensors, load_tensor
+from .sources import WEIGHT_FILES, ModelSource, link_problem, resolve_model
 
 __all__ = ["Checkpoint", "open_checkpoint", "WEIGHT_FILES"]
-
-#: weights file names of a Hugging Face model folder, in order of preference.
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
-    """A model's weights file and config found on disk.
+    """A model's weights (on disk, or on the Hub by range reads) and its parsed config.
 
     Attributes
     ----------
-    path : Path
-        What the user gave.
-    weights : Path
-        The file holding the tensors (an ``*.index.json`` for a sharded checkpoint).
+    model : ModelSource
+        Where the files are (see :func:`poslab.checkpoints.resolve_model`).
     config : dict or None
         Parsed ``config.json``, if there is one.
-    config_path : Path or None
-    what : str
-        How ``path`` was read, e.g. "Hugging Face cache snapshot".
+    remote : HubWeights or None
+        The Hub's safetensors headers, when the weights are read remotely.
     """
 
-    path: Path
-    weights: Path
+    model: ModelSource
     config: dict | None
-    config_path: Path | None
-    what: str
+    remote: object | None = None
+
+    @property
+    def path(self) -> str:
+        """What the user gave."""
+        return self.model.source
+
+    @property
+    def weights(self) -> Path | str:
+        """The weights file (``*.index.json`` if sharded), or ``hub:ORG/NAME@REV`` when read remotely."""
+        if self.model.weights_path is not None:
+            return self.model.weights_path
+        return f"hub:{self.model.repo_id}@{self.remote.revision}"
+
+    @property
+    def weights_name(self) -> str:
+        return self.model.weights_path.name if self.model.weights_path is not None else self.weights
+
+    @property
+    def config_path(self) -> Path | None:
+        return self.model.config_path
+
+    @property
+    def what(self) -> str:
+        """How the source was read, e.g. "Hugging Face cache snapshot"."""
+        return self.model.what + ("" if self.remote is None else ", weights read from the Hub by range requests")
 
     def tensors(self) -> list[TensorInfo]:
         """Every tensor of the checkpoint (headers only where the format allows)."""
-        return list_tensors(self.weights)
+        return self.remote.tensors() if self.remote is not None else list_tensors(self.model.weights_path)
+
+    def read(self, key: str | None) -> np.ndarray:
+        """The tensor ``key`` and nothing else (see :func:`poslab.checkpoints.load_tensor`)."""
+        if self.remote is not None:
+            return self.remote.read(key)
+        return load_tensor(self.model.weights_path, key)
 
 
-def _snapshot_of_cache_repo(folder: Path) -> Path:
-    snapshots = folder / "snapshots"
-    ref = folder / "refs" / "main"
-    if ref.is_file():
-        rev = ref.read_text(encoding="utf-8").strip()
-        if (snapshots / rev).is_dir():
-            return snapshots / rev
-        raise FileNotFoundError(f"{ref} names snapshot {rev}, which is not in {snapshots}; nothing is downloaded")
-    revs = sorted(p.name for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
-    if len(revs) == 1:
-        return snapshots / revs[0]
-    raise ValueError(
-        f"{folder} is a Hugging Face cache folder without refs/main and with {len(revs)} snapshots "
-        f"({', '.join(revs) or 'none'}); pass one snapshot folder, {snapshots}/REV"
+def _no_weights(model: ModelSource) -> FileNotFoundError:
+    if model.what == "Hub id":
+        return FileNotFoundError(
+            f"{model.source}: the weights of {model.repo_id} are not in the local cache {model.root} and "
+            "HF_HUB_OFFLINE is set, so nothing is downloaded. Unset HF_HUB_OFFLINE to read the position tensor "
+            f"alone from the Hub, or download the weights (`hf download {model.repo_id} model.safetensors`)")
+    folder = model.config_path.parent if model.config_path is not None else Path(model.source).expanduser()
+    if model.what == "Hugging Face cache repo" and model.revision:
+        folder = model.root / "snapshots" / model.revision
+    held = sorted(folder.iterdir()) if folder.is_dir() else []
+    readable = [p.name for p in held if p.name.endswith(SUPPORTED_SUFFIXES) and p.name != "config.json"]
+    links = [f"{p.name}: {link_problem(p)}" for p in held if p.is_symlink() and link_problem(p)]
+    return FileNotFoundError(
+        f"{folder} ({model.what}) holds no weights file poslab reads: expected one of {', '.join(WEIGHT_FILES)}"
+        + (f" or a single {'/'.join(SUPPORTED_SUFFIXES)} file (found {', '.join(readable)})" if readable else "")
+        + f"; it holds: {', '.join(p.name for p in held) or 'nothing'}"
+        + (f" ({'; '.join(links)})" if links else "")
+        + ". Nothing is downloaded: fetch the weights first"
     )
 
 
-def _read_config(path: Path) -> dict:
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}; expected a model's config.json") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path} is not a JSON object; expected a model's config.json")
-    return config
-
-
-def open_checkpoint(path) -> Checkpoint:
-    """Locate the weights file and ``config.json`` for ``path``.
+def open_checkpoint(source) -> Checkpoint:
+    """Locate the weights and ``config.json`` of ``source``.
 
     Parameters
     ----------
-    path : str or Path
-        A weights file, a Hugging Face model folder, a cache snapshot
-        folder or a cache ``models--ORG--NAME`` folder.
+    source : str, Path or ModelSource
+        Anything :func:`poslab.checkpoints.resolve_model` accepts, or its result.
 
     Returns
     -------
@@ -98,38 +110,20 @@ def open_checkpoint(path) -> Checkpoint:
     Raises
     ------
     FileNotFoundError
-        Nothing at ``path``, or a folder without any weights file poslab reads
-        (the message lists what the folder holds).
-    ValueError
-        An unreadable ``config.json`` or an ambiguous cache folder.
+        Nothing at ``source``, or no weights poslab reads (the message lists
+        what the folder holds, broken and looping links included).
+    SourceError
+        A path escaping its folder or cache repo; an unreadable ``config.json``.
     """
-    path = Path(path).expanduser()
-    if path.is_file():
-        config_path = path.parent / "config.json"
-        config = _read_config(config_path) if config_path.is_file() and path.name != "config.json" else None
-        return Checkpoint(path, path, config, config_path if config is not None else None, "file")
-    if not path.is_dir():
-        raise FileNotFoundError(f"no such file or folder: {path}")
-    folder, what = path, "model folder"
-    if path.name.startswith("models--") and (path / "snapshots").is_dir():
-        folder, what = _snapshot_of_cache_repo(path), "Hugging Face cache snapshot"
-    elif path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
-        what = "Hugging Face cache snapshot"
-    config_path = folder / "config.json"
-    config = _read_config(config_path) if config_path.is_file() else None
-    for name in WEIGHT_FILES:
-        if (folder / name).is_file():
-            return Checkpoint(path, folder / name, config, config_path if config is not None else None, what)
-    readable = sorted(p.name for p in folder.iterdir()
-                      if p.is_file() and any(p.name.endswith(s) for s in SUPPORTED_SUFFIXES) and p.name != "config.json")
-    if len(readable) == 1:
-        return Checkpoint(path, folder / readable[0], config, config_path if config is not None else None, what)
-    held = sorted(p.name for p in folder.iterdir())
-    broken = [p.name for p in folder.iterdir() if p.is_symlink() and not p.exists()]
-    raise FileNotFoundError(
-        f"{folder} ({what}) holds no weights file poslab reads: expected one of {', '.join(WEIGHT_FILES)}"
-        + (f" or a single {'/'.join(SUPPORTED_SUFFIXES)} file (found {', '.join(readable)})" if readable else "")
-        + f"; it holds: {', '.join(held) or 'nothing'}"
-        + (f" (broken links, blobs not downloaded: {', '.join(broken)})" if broken else "")
-        + ". Nothing is downloaded: fetch the weights first"
-    )
+    model = source if isinstance(source, ModelSource) else resolve_model(source)
+    config = model.read_config()
+    if model.weights_path is not None:
+        return Checkpoint(model, config)
+    if model.what == "Hub id":
+        from huggingface_hub import constants
+
+        if not constants.HF_HUB_OFFLINE:
+            from .hub import open_hub_weights
+
+            return Checkpoint(model, config, open_hub_weights(model.repo_id, model.revision))
+    raise _no_weights(model)

@@ -374,7 +374,7 @@ def select_position_table(path, key: str | None = None) -> Selection:
         if info is None:
             listed = ("position candidates: " + "; ".join(str(c.tensor) for c in candidates) if candidates
                       else f"it holds: {_some(tensors)}")
-            raise KeyError(f"no tensor {key!r} in {Path(ckpt.weights).name}; {listed}")
+            raise KeyError(f"no tensor {key!r} in {ckpt.weights_name}; {listed}")
         cand = _explicit(info, family, config)
         if cand.problem:
             raise ValueError(f"{ckpt.path}: key {key!r} cannot be used: {cand.problem}")
@@ -431,14 +431,14 @@ def load_position_table(selection: Selection) -> np.ndarray:
         Nothing was chosen (see :meth:`Selection.require`).
     """
     cand = selection.require()
-    arr = load_tensor(selection.checkpoint.weights, cand.key)
+    arr = selection.checkpoint.read(cand.key)
     return arr[0] if arr.ndim == 3 else arr
 
 
 def describe_selection(selection: Selection) -> str:
     """Human-readable report for ``poslab inspect``."""
     ck = selection.checkpoint
-    head = [f"{ck.path}: {ck.what}, weights {Path(ck.weights).name}"
+    head = [f"{ck.path}: {ck.what}, weights {ck.weights_name}"
             + (f", config.json model_type {selection.model_type!r}" if ck.config is not None else ", no config.json")]
     if selection.candidates:
         head.append("candidate position tensors (* = used):")

@@ -15,6 +15,7 @@ from ..analysis.grid import grid_similarity, parse_grid
 from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
+from ..checkpoints.sources import parse_hub_id, resolve_model
 from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bundled_run_path
 from .base import Encoding, ParameterError
 from .registry import register
@@ -87,7 +88,7 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
         return LearnedTable(_readonly(np.load(path, allow_pickle=False), source), path.name,
                             list_tensors(path)[0].dtype, None, grid, 0 if grid else None, "bundled table")
     path = Path(source)
-    if is_training_run(path):
+    if path.exists() and is_training_run(path):
         run = open_training_run(path)
         if step is None:
             raise ValueError(f"learned: {source} is a training run ({RUN_FILE}); choose step = one of "
@@ -101,10 +102,10 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
     if step is not None:
         raise ValueError(f"learned: step = {step} is only for training-run folders (holding {RUN_FILE}); "
                          f"{source} is not one")
-    selection = select_position_table(path, key)
+    selection = select_position_table(source, key)
     chosen = selection.require()
     table = _readonly(load_position_table(selection), f"{path.name}[{chosen.key}]" if chosen.key else path.name)
-    tensor = chosen.key if chosen.key is not None else Path(selection.checkpoint.weights).name
+    tensor = chosen.key if chosen.key is not None else selection.checkpoint.weights_name
     return LearnedTable(table, tensor, chosen.tensor.dtype, chosen.offset, chosen.grid, chosen.prefix_tokens,
                         selection.reason)
 
@@ -147,12 +148,19 @@ def load_learned(source: str, key: str | None = None, step: int | None = None) -
                              f"run folder); {source!r} is a bundled table")
         return _load_cached(source, None, None, ())
     path = Path(source).expanduser()
-    if not path.exists():
-        raise FileNotFoundError(
-            f"learned: source {source!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) "
-            "nor an existing file or folder (.npy/.npz/.safetensors/.bin, a model folder, a cache snapshot, "
-            "a training run)"
-        )
+    if not path.exists() and not path.is_symlink():
+        if parse_hub_id(source) is None:
+            raise FileNotFoundError(
+                f"learned: source {source!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) "
+                "nor an existing file or folder (.npy/.npz/.safetensors/.bin, a model folder, a cache snapshot, "
+                "a training run) nor a Hub id (ORG/NAME, optionally @REVISION)")
+        try:
+            model = resolve_model(source)  # a Hub id: its cache snapshot, else the Hub
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"learned: {exc}") from None
+        local = model.weights_path.parent if model.weights_path is not None else None
+        fingerprint = (model.repo_id, model.revision) + (_fingerprint(local) if local is not None else ())
+        return _load_cached(source, key, step, fingerprint)
     return _load_cached(str(path.absolute()), key, step, _fingerprint(path))
 
 
