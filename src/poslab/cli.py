@@ -130,7 +130,7 @@ def encodings():
         click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){stochastic}")
         click.echo(f"    {doc}")
         types = cls.parameter_types()
-        unset = getattr(cls, "unset_defaults", {})
+        unset = cls.unset_defaults
         for name, default in cls.defaults().items():
             shown = ("required" if default is dataclasses.MISSING else f"default: {unset[name]}"
                      if default is None and name in unset else f"default {default!r}")

@@ -171,7 +171,7 @@ def test_non_utf8_and_non_finite_values(tmp_path):
     with pytest.raises(StudyError, match="not a text file in UTF-8"):
         load_study(tmp_path / "bin.toml")
     (tmp_path / "inf.toml").write_text(STUDY.replace('kind = "sinusoidal"', 'kind = "sinusoidal"\nbase = inf'))
-    with pytest.raises(StudyError, match="entry 1.*finite"):
+    with pytest.raises(StudyError, match="entry 1.*base must be a finite number, got inf"):
         load_study(tmp_path / "inf.toml")
 
 

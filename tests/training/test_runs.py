@@ -75,7 +75,7 @@ def test_snapshot_steps():
     assert parse_steps("0, 50,100") == (0, 50, 100)
     with pytest.raises(ValueError, match="comma-separated"):
         parse_steps("0;50")
-    with pytest.raises(ValueError, match="in 0..steps=30"):
+    with pytest.raises(ValueError, match=r"train: snapshot steps must be a list of values, each an integer in \[0, 30\], got \[40\]"):
         TrainConfig(steps=30, snapshot_steps=(40,))
     with pytest.raises(ValueError, match="multiple of heads"):
         TrainConfig(d_model=30, heads=4)

@@ -11,75 +11,39 @@ or an invalid choice fails before any work.
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
-import types
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .._validation import check_positive_int, check_table
+from .._validation import (Constraint, ValidationError, check, check_positive_int, check_table, constraint_for,
+                           missing_message)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Encoding", "ParameterError"]
+__all__ = ["Encoding", "ParameterError", "parameter"]
 
 
-class ParameterError(ValueError):
+class ParameterError(ValidationError):
     """A hyperparameter has the wrong type or an invalid value."""
 
 
-def _describe(tp) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(tp))
-    if tp is type(None):
-        return "None (omit it)"
-    return getattr(tp, "__name__", str(tp))
+def parameter(default=dataclasses.MISSING, *, check: Constraint | None = None, doc: str = ""):
+    """A hyperparameter field with an optional constraint beyond its annotation.
+
+    ``length_scale: float = parameter(1.0, check=Real(minimum=1))`` checks the
+    value (with the one message style of :mod:`poslab._validation`) when the
+    encoding is built; ``doc`` is shown by ``poslab encodings``. Without
+    ``check`` the annotation is the constraint.
+    """
+    metadata = {"check": check, "doc": doc}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
-def _coerce(value, tp):
-    """Return ``value`` converted to annotation ``tp`` or raise TypeError/ValueError."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            try:
-                return _coerce(value, arg)
-            except (TypeError, ValueError):
-                continue
-        raise TypeError(f"expected {_describe(tp)}, got {value!r}")
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        if value not in choices or type(value) is not type(choices[0]):
-            raise ValueError(f"expected {_describe(tp)}, got {value!r}")
-        return value
-    if tp is type(None):
-        if value is not None:
-            raise TypeError(f"expected None, got {value!r}")
-        return None
-    if tp is bool:
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"expected bool (true/false), got {value!r}")
-        return bool(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"expected int, got {value!r}")
-        return int(value)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"expected float, got {value!r}")
-        if not math.isfinite(value):
-            raise ValueError(f"expected a finite float, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise TypeError(f"expected str, got {value!r}")
-        return value
-    return value  # unannotated or exotic types are taken as given
+def _constraint(cls, field: dataclasses.Field, hints) -> Constraint:
+    declared = field.metadata.get("check") if field.metadata else None
+    return declared if declared is not None else constraint_for(hints.get(field.name, Any))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,18 +75,40 @@ class Encoding:
     keeps_own_dim: ClassVar[bool] = False
     path_params: ClassVar[tuple[str, ...]] = ()
 
+    #: What an omitted (None) parameter means, as ``poslab encodings`` prints it (e.g. rotary's
+    #: ``rope_theta``: "from config, else 10000"); parameters not listed show their default.
+    unset_defaults: ClassVar[dict[str, str]] = {}
+
     def __post_init__(self):
         hints = typing.get_type_hints(type(self))
+        where = self.kind or type(self).__name__
         for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            try:
-                value = _coerce(value, hints.get(field.name, Any))
-            except (TypeError, ValueError) as exc:
-                raise ParameterError(
-                    f"{self.kind or type(self).__name__}: parameter {field.name!r} {exc}"
-                ) from None
+            value = check(getattr(self, field.name), _constraint(type(self), field, hints), field.name, where=where,
+                          error=ParameterError)
             object.__setattr__(self, field.name, value)
         self._check_params()
+
+    @classmethod
+    def expand_study_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Study-file shorthands of this kind, expanded before the parameter grid (default: none).
+
+        Called with the ``[[encodings]]`` entry's parameters (without ``kind``
+        and ``n_positions``); returns them with shorthands replaced, e.g.
+        learned's ``step = "all"`` becomes the list of saved steps. Raise
+        ValueError with what to write when a shorthand cannot be expanded.
+        """
+        return params
+
+    @classmethod
+    def check_required(cls, params: dict[str, Any]) -> None:
+        """Raise ParameterError naming the first required parameter missing from ``params``, and what to write."""
+        hints = typing.get_type_hints(cls)
+        for field in dataclasses.fields(cls):
+            required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+            if required and field.name not in params:
+                doc = field.metadata.get("doc", "") if field.metadata else ""
+                raise ParameterError(missing_message(cls.kind or cls.__name__, field.name,
+                                                     _constraint(cls, field, hints), doc))
 
     # ----------------------------------------------------------------- hooks
     def _check_params(self) -> None:
@@ -227,9 +213,9 @@ class Encoding:
 
     @classmethod
     def parameter_types(cls) -> dict[str, str]:
-        """Human-readable annotation of each hyperparameter."""
+        """What each hyperparameter accepts, in words (its constraint's description)."""
         hints = typing.get_type_hints(cls)
-        return {f.name: _describe(hints.get(f.name, Any)) for f in dataclasses.fields(cls)}
+        return {f.name: _constraint(cls, f, hints).describe() for f in dataclasses.fields(cls)}
 
     @property
     def label(self) -> str:

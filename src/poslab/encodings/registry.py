@@ -141,7 +141,7 @@ def make_encoding(kind: str, **params) -> Encoding:
     TypeError
         Unknown parameter name (the message lists the valid ones).
     poslab.encodings.ParameterError
-        Wrong type or invalid value.
+        A required parameter missing (named, with what to write), a wrong type or an invalid value.
     """
     cls = get_encoding_class(kind)
     valid = cls.defaults()
@@ -151,4 +151,5 @@ def make_encoding(kind: str, **params) -> Encoding:
             f"{kind}: unknown parameter(s) {', '.join(unknown)}; valid parameters: "
             + ", ".join(f"{k} ({t})" for k, t in cls.parameter_types().items())
         )
+    cls.check_required(params)
     return cls(**params)

@@ -33,6 +33,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .._validation import Integer, ValidationError, check
 from ..analysis.bands import DEFAULT_THRESHOLDS
 from ..analysis.decay import DECAY_MODELS
 from ..encodings import Encoding, make_encoding
@@ -41,7 +42,7 @@ from ..encodings.registry import get_encoding_class
 __all__ = ["StudyError", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
 
 
-class StudyError(ValueError):
+class StudyError(ValidationError):
     """A study file is invalid; the message names the file, the entry and the fix."""
 
 
@@ -132,11 +133,7 @@ _TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", 
 
 
 def _int(value, what, where, minimum):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise StudyError(f"{where}: {what} must be an integer, got {value!r}")
-    if value < minimum:
-        raise StudyError(f"{where}: {what} must be >= {minimum}, got {value}")
-    return value
+    return check(value, Integer(minimum=minimum), what, where=where, error=StudyError)
 
 
 def _analysis(raw, where) -> AnalysisOptions:
@@ -182,8 +179,7 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
     kind = entry["kind"]
     params = {k: v for k, v in entry.items() if k != "kind"}
     try:  # a kind may expand study-file shorthands into grids (learned: step = "all")
-        expand = getattr(get_encoding_class(kind), "expand_study_params", None)
-        params = expand(params) if expand else params
+        params = get_encoding_class(kind).expand_study_params(params)
     except KeyError:
         pass  # unknown kind: make_encoding below names the installed ones
     except (TypeError, ValueError) as exc:

@@ -6,7 +6,11 @@ import dataclasses
 
 import numpy as np
 
+from .._validation import Integer, ListOf, Real, ValidationError, check, problem
+
 __all__ = ["TrainConfig", "default_snapshot_steps", "parse_steps"]
+
+_WHERE = "train"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,26 +59,20 @@ class TrainConfig:
     threads: int = 1
 
     def __post_init__(self):
-        for name in ("layers", "d_model", "heads", "context_length", "batch_size", "steps", "eval_batches", "threads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"train: {name} must be a positive integer, got {value!r}")
-        if self.context_length < 2:
-            raise ValueError(f"train: context_length must be >= 2, got {self.context_length}")
-        if self.d_model % self.heads:
-            raise ValueError(f"train: d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
+        positive, counts = Integer(minimum=1), Integer(minimum=0)
+        for name in ("layers", "d_model", "heads", "batch_size", "steps", "eval_batches", "threads"):
+            check(getattr(self, name), positive, name, where=_WHERE)
+        check(self.context_length, Integer(minimum=2), "context_length", where=_WHERE)
         for name in ("warmup_steps", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"train: {name} must be a non-negative integer, got {value!r}")
-        if not (self.lr > 0 and np.isfinite(self.lr)):
-            raise ValueError(f"train: lr must be a positive number, got {self.lr!r}")
-        if not (self.weight_decay >= 0 and np.isfinite(self.weight_decay)):
-            raise ValueError(f"train: weight_decay must be >= 0, got {self.weight_decay!r}")
+            check(getattr(self, name), counts, name, where=_WHERE)
+        object.__setattr__(self, "lr", check(self.lr, Real(minimum=0, open_min=True), "lr", where=_WHERE))
+        object.__setattr__(self, "weight_decay", check(self.weight_decay, Real(minimum=0), "weight_decay", where=_WHERE))
+        if self.d_model % self.heads:
+            raise ValidationError(problem(_WHERE, "d_model", f"a multiple of heads ({self.heads})", self.d_model))
         if self.snapshot_steps is not None:
-            bad = [s for s in self.snapshot_steps if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= self.steps]
-            if bad:
-                raise ValueError(f"train: snapshot steps must be integers in 0..steps={self.steps}, got {bad}")
+            steps = ListOf(Integer(minimum=0, maximum=self.steps), min_length=0)
+            object.__setattr__(self, "snapshot_steps", check(list(self.snapshot_steps), steps, "snapshot steps",
+                                                             where=_WHERE))
 
     def saved_steps(self) -> list[int]:
         """Sorted distinct steps whose snapshot is written, always with 0 and ``steps``."""
