@@ -6,24 +6,27 @@ frequencies a model actually uses, plus an *attention factor*: the factor
 transformers multiplies cos and sin by (``attention_scaling`` of its rotary
 embedding modules). :func:`rope_parameters` computes both, following
 ``transformers/modeling_rope_utils.py`` (the ``_compute_*_parameters``
-functions, transformers 4.45 – 5.x; their defaults are noted per type), but in
+functions, transformers 4.45 – 5.24; their defaults are noted per type), but in
 float64 where transformers uses float32.
 
 ============  ===========================================================  =============================================
 rope_type     inv_freq                                                      source
 ============  ===========================================================  =============================================
 default       θ_i                                                           Su et al. 2021 (RoFormer);
-                                                                            ``_compute_default_rope_parameters``
+                                                                            ``compute_default_rope_parameters``
 linear        θ_i / factor                                                  Chen et al. 2023 (position interpolation),
                                                                             kaiokendev; ``_compute_linear_scaling_...``
 dynamic       θ_i with rope_theta' = rope_theta·(factor·L/M − (factor−1))   bloc97 / emozilla (dynamic NTK);
-              ^(d/(d−2)), L = max(seq_len, M), M = max_position_embeddings  ``_compute_dynamic_ntk_parameters``
+              ^(d/(d−2)), L = max(seq_len, M), M = max_position_embeddings  ``_compute_dynamic_ntk_parameters``;
+              or, with ``alpha``: rope_theta' = rope_theta·alpha^(d/(d−2))  Hunyuan's NTK-alpha (static)
 yarn          θ_i·(1 − r_i) + (θ_i/factor)·r_i, ramp r_i from the           Peng et al. 2023 (YaRN, arXiv:2309.00071);
               correction range of beta_fast / beta_slow                     ``_compute_yarn_parameters``
 longrope      θ_i / ext_i, ext = long_factor if seq_len > original length,  Ding et al. 2024 (LongRoPE, arXiv:2402.13753);
               else short_factor                                             ``_compute_longrope_parameters``
 llama3        θ_i for wavelengths < original/high_freq_factor, θ_i/factor   Meta Llama 3.1 (2024);
               above original/low_freq_factor, smoothed in between           ``_compute_llama3_parameters``
+proportional  the first int(p·D/2) pairs θ_i = rope_theta^(−2i/D) with the  Barbero et al. 2025 (p-RoPE, Gemma 4);
+              full head width D, the other pairs frequency 0; all / factor  ``_compute_proportional_rope_parameters``
 ============  ===========================================================  =============================================
 
 The defaults transformers applies are applied here, and nothing else is
@@ -40,38 +43,67 @@ import numpy as np
 
 __all__ = [
     "ROPE_TYPES",
+    "SCALING_KEYS",
+    "LIST_KEYS",
+    "rope_inv_freq",
     "rope_parameters",
     "rope_attention_factor",
     "check_rope_scaling",
     "rope_scaling_keys",
     "dynamic_rope_theta",
+    "ntk_alpha_rope_theta",
     "yarn_correction_range",
     "yarn_attention_factor",
     "longrope_attention_factor",
 ]
 
-#: Hugging Face rope types, in the order of transformers' ``ROPE_INIT_FUNCTIONS``.
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
+#: Hugging Face rope types: ``default`` and the keys of transformers' ``ROPE_INIT_FUNCTIONS``, in its order.
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
-# rope_type -> (required keys, optional keys). "factor or max/original" alternatives are resolved in
-# _standardize, mirroring transformers' ``standardize_rope_params`` before its ``_validate_*`` functions.
+# rope_type -> (required keys, optional keys), Hugging Face names. "factor or max/original" alternatives are
+# resolved in _standardize, mirroring transformers' ``standardize_rope_params`` before its ``_validate_*`` functions.
+# The one table of scaling keys: Rotary's inline fields and model_config's reading both derive from it.
 _KEYS = {
     "default": ((), ()),
     "linear": (("factor",), ()),
-    "dynamic": (("factor", "max_position_embeddings"), ()),
+    "dynamic": (("factor", "max_position_embeddings"), ("alpha",)),
     "yarn": (
         ("factor", "original_max_position_embeddings"),
         ("max_position_embeddings", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
     ),
     "longrope": (
         ("short_factor", "long_factor", "original_max_position_embeddings"),
-        ("max_position_embeddings", "factor", "attention_factor"),
+        ("max_position_embeddings", "factor", "attention_factor", "short_mscale", "long_mscale"),
     ),
     "llama3": (("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), ()),
+    "proportional": ((), ("factor", "partial_rotary_factor")),
 }
 
+#: Every scaling parameter of some rope type (Hugging Face names), each once.
+SCALING_KEYS = tuple(dict.fromkeys(k for required, optional in _KEYS.values() for k in required + optional))
+#: Scaling parameters that are lists (one number per frequency pair): given in a config.json only.
+LIST_KEYS = ("short_factor", "long_factor")
 _INTS = ("original_max_position_embeddings", "max_position_embeddings")
-_LISTS = ("short_factor", "long_factor")
+
+
+def rope_inv_freq(rotary_dim: int, rope_theta: float = 10000.0) -> np.ndarray:
+    """Inverse frequencies θ_i = rope_theta^(−2i/rotary_dim), i = 0 .. rotary_dim/2 − 1.
+
+    As ``inv_freq`` in Hugging Face transformers' ``compute_default_rope_parameters``,
+    but in float64 (Su et al. 2021, RoFormer, eq. 15).
+
+    Returns
+    -------
+    ndarray of shape (rotary_dim // 2,), radians per position.
+
+    Raises
+    ------
+    ValueError
+        ``rotary_dim`` not an even integer >= 2.
+    """
+    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral) or rotary_dim < 2 or rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be an even integer >= 2, got {rotary_dim!r}")
+    return rope_theta ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
 
 
 def rope_scaling_keys(rope_type: str) -> tuple[str, ...]:
@@ -136,11 +168,14 @@ def check_rope_scaling(rope_type: str = "default", **params) -> dict:
         uses = ", ".join(required + optional) or "no scaling parameters"
         raise ValueError(f"rope_type {rope_type!r} does not use {', '.join(unused)}; it uses: {uses}")
     p = _standardize(rope_type, params)
+    if rope_type == "dynamic" and "alpha" in p:  # Hunyuan's NTK-alpha: a static base, no length needed
+        required = ()
     missing = [k for k in required if k not in p]
     if missing:
         how = {
             "factor": "factor",
             "original_max_position_embeddings": "original_max_position_embeddings (or max_position_embeddings)",
+            "max_position_embeddings": "max_position_embeddings (or alpha, for NTK-alpha as in Hunyuan)",
         }
         raise ValueError(f"rope_type {rope_type!r} needs {', '.join(how.get(k, k) for k in missing)}")
     for key, value in p.items():
@@ -150,22 +185,30 @@ def check_rope_scaling(rope_type: str = "default", **params) -> dict:
         elif key in _INTS:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{key} must be a positive integer (positions), got {value!r}")
-        elif key in _LISTS:
+        elif key in LIST_KEYS:
             if not isinstance(value, (list, tuple)) or not value or not all(
                 _is_number(v) and math.isfinite(v) and v > 0 for v in value
             ):
                 raise ValueError(f"{key} must be a non-empty list of positive numbers, got {value!r}")
         elif not _is_number(value) or not math.isfinite(value):
             raise ValueError(f"{key} must be a finite number, got {value!r}")
-    for key in ("factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "attention_factor"):
+    for key in ("factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "alpha",
+                "short_mscale", "long_mscale"):
         if key in p and not p[key] > 0:
             raise ValueError(f"{key} must be > 0, got {p[key]}")
-    if rope_type == "llama3" and not p["high_freq_factor"] > p["low_freq_factor"]:
+    if "partial_rotary_factor" in p and not 0 < p["partial_rotary_factor"] <= 1:
+        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {p['partial_rotary_factor']}")
+    if rope_type == "llama3" and p["high_freq_factor"] < p["low_freq_factor"]:
         raise ValueError(
-            f"high_freq_factor must be > low_freq_factor, got {p['high_freq_factor']} and {p['low_freq_factor']}")
-    if rope_type == "longrope" and "attention_factor" not in p and "factor" not in p:
+            f"high_freq_factor must be >= low_freq_factor (equal: a hard cut, as Llama 4), got "
+            f"{p['high_freq_factor']} and {p['low_freq_factor']}")
+    if rope_type == "longrope" and "attention_factor" not in p and "factor" not in p \
+            and not ("short_mscale" in p and "long_mscale" in p):
         raise ValueError("rope_type 'longrope' needs factor (or max_position_embeddings) for its attention factor, "
                          "or an explicit attention_factor")
+    if rope_type == "longrope" and ("short_mscale" in p) != ("long_mscale" in p):
+        raise ValueError("longrope: give both short_mscale and long_mscale (the attention factor up to and beyond "
+                         "original_max_position_embeddings, as PhiMoE), or neither")
     if rope_type == "yarn" and p.get("beta_fast", 32) < p.get("beta_slow", 1):
         raise ValueError(
             f"beta_fast must be >= beta_slow (defaults 32 and 1), got {p.get('beta_fast', 32)} and {p.get('beta_slow', 1)}")
@@ -176,8 +219,10 @@ def _is_number(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def _default_inv_freq(rotary_dim: int, rope_theta: float) -> np.ndarray:
-    return rope_theta ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
+def _check_ntk_width(rotary_dim: int) -> None:
+    if rotary_dim <= 2:
+        raise ValueError(f"dynamic NTK scaling raises the base to the power d/(d−2), undefined for rotary_dim = "
+                         f"{rotary_dim}; it needs rotary_dim >= 4 (use another rope_type for a single frequency pair)")
 
 
 def dynamic_rope_theta(rope_theta: float, rotary_dim: int, factor: float, max_position_embeddings: int,
@@ -194,9 +239,32 @@ def dynamic_rope_theta(rope_theta: float, rotary_dim: int, factor: float, max_po
     float
         The base actually used (e.g. 10000 → 30527.74 at L = 4096 for
         factor 2, M = 2048, d = 128).
+
+    Raises
+    ------
+    ValueError
+        ``rotary_dim`` <= 2 (the exponent d/(d − 2) is undefined).
     """
+    _check_ntk_width(rotary_dim)
     length = max_position_embeddings if seq_len is None else max(int(seq_len), max_position_embeddings)
     return rope_theta * (factor * length / max_position_embeddings - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
+
+
+def ntk_alpha_rope_theta(rope_theta: float, rotary_dim: int, alpha: float) -> float:
+    """Base of NTK-alpha scaling: rope_theta · alpha^(d / (d − 2)), independent of the length.
+
+    Hunyuan configs write it as ``{"type": "dynamic", "alpha": 1000.0, "factor": 1.0}``;
+    transformers' Hunyuan rotary embeddings (``compute_ntk_alpha_rope_parameters``)
+    compute a static base from ``alpha`` and ignore ``factor``. Source: NTK-aware
+    scaled RoPE (/u/bloc97, 2023), base b·α^(d/(d−2)).
+
+    Raises
+    ------
+    ValueError
+        ``rotary_dim`` <= 2.
+    """
+    _check_ntk_width(rotary_dim)
+    return rope_theta * alpha ** (rotary_dim / (rotary_dim - 2))
 
 
 def yarn_correction_range(rotary_dim: int, rope_theta: float, original_max_position_embeddings: int,
@@ -256,24 +324,29 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
 
     Parameters
     ----------
-    rope_type : {"default", "linear", "dynamic", "yarn", "longrope", "llama3"}
+    rope_type : {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"}
     rotary_dim : int
-        Number of rotated dims d (even; head_dim · partial_rotary_factor).
+        Number of rotated dims d (even; head_dim · partial_rotary_factor). For
+        ``proportional`` the whole head width D: the un-rotated pairs are part
+        of the result, with frequency 0.
     rope_theta : float
         Base of the default frequencies, > 1.
     seq_len : int, optional
         The analysed sequence length (positions 0 .. seq_len − 1). Used by
         ``dynamic`` (the base grows beyond max_position_embeddings) and
-        ``longrope`` (long factors beyond original_max_position_embeddings),
-        as transformers does at inference; ignored by the others. None is
-        transformers' initial state (no dynamic growth, short factors).
+        ``longrope`` (long factors and ``long_mscale`` beyond
+        original_max_position_embeddings), as transformers does at inference;
+        ignored by the others. None is transformers' initial state (no dynamic
+        growth, short factors).
     **scaling
         Hugging Face scaling parameters, see :func:`check_rope_scaling`:
         ``factor``; ``max_position_embeddings``; ``original_max_position_embeddings``;
-        llama3 ``low_freq_factor``, ``high_freq_factor``; yarn ``beta_fast`` (32),
-        ``beta_slow`` (1), ``mscale``, ``mscale_all_dim``, ``truncate`` (True),
-        ``attention_factor``; longrope ``short_factor``, ``long_factor`` (lists of
-        d/2 numbers), ``attention_factor``.
+        dynamic ``alpha``; llama3 ``low_freq_factor``, ``high_freq_factor``; yarn
+        ``beta_fast`` (32), ``beta_slow`` (1), ``mscale``, ``mscale_all_dim``,
+        ``truncate`` (True), ``attention_factor``; longrope ``short_factor``,
+        ``long_factor`` (lists of d/2 numbers), ``attention_factor``,
+        ``short_mscale``, ``long_mscale``; proportional ``partial_rotary_factor``
+        (1), ``factor`` (1).
 
     Returns
     -------
@@ -286,7 +359,8 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
     ------
     ValueError
         Bad rotary_dim or rope_theta, unknown rope type, missing, unused or
-        invalid scaling parameters, or longrope factor lists of the wrong length.
+        invalid scaling parameters, longrope factor lists of the wrong length,
+        dynamic scaling of a single pair.
 
     Notes
     -----
@@ -294,7 +368,8 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
 
     - ``default``: θ_i (Su et al. 2021, RoFormer, arXiv:2104.09864).
     - ``linear``: θ_i / factor (position interpolation; Chen et al. 2023, arXiv:2306.15595).
-    - ``dynamic``: θ_i recomputed with :func:`dynamic_rope_theta` at ``seq_len``.
+    - ``dynamic``: θ_i recomputed with :func:`dynamic_rope_theta` at ``seq_len``;
+      with ``alpha``, with the static :func:`ntk_alpha_rope_theta` (Hunyuan).
     - ``yarn``: with the ramp r_i = clip((i − low) / (high − low), 0, 1) over
       :func:`yarn_correction_range`, θ_i · (1 − r_i) + (θ_i / factor) · r_i:
       pairs below ``low`` keep θ_i, pairs above ``high`` are divided by factor
@@ -303,11 +378,21 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
       :func:`yarn_attention_factor`.
     - ``longrope``: θ_i / ext_i with ext = ``long_factor`` if seq_len >
       original_max_position_embeddings else ``short_factor``; attention factor
-      explicit or :func:`longrope_attention_factor`.
+      ``long_mscale`` / ``short_mscale`` on the same switch when given (PhiMoE,
+      transformers' ``PhimoeRotaryEmbedding``), else explicit, else
+      :func:`longrope_attention_factor`.
     - ``llama3``: with wavelength λ_i = 2π/θ_i and L = original length:
       λ_i < L/high_freq_factor keeps θ_i; λ_i > L/low_freq_factor gives
       θ_i/factor; in between (both bounds included) s = (L/λ_i − low_freq_factor)
       / (high_freq_factor − low_freq_factor) and (1 − s)·θ_i/factor + s·θ_i.
+      With low_freq_factor = high_freq_factor (Llama 4) there is no band: a hard
+      cut at λ = L/low_freq_factor (a pair exactly on it, where transformers
+      divides 0 by 0, keeps θ_i).
+    - ``proportional``: with D = rotary_dim (the head width) and p =
+      ``partial_rotary_factor``, the first int(p·D // 2) pairs have
+      rope_theta^(−2i/D) (the exponent keeps the full width D), the others 0;
+      everything divided by ``factor`` (Barbero et al. 2025, "Round and round
+      we go", p-RoPE; transformers ``_compute_proportional_rope_parameters``).
     """
     if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral) or rotary_dim < 2 or rotary_dim % 2:
         raise ValueError(f"rotary_dim must be an even integer >= 2, got {rotary_dim!r}")
@@ -315,12 +400,15 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
         raise ValueError(f"rope_theta must be a finite number > 1, got {rope_theta!r}")
     p = check_rope_scaling(rope_type, **scaling)
     d = int(rotary_dim)
-    inv_freq = _default_inv_freq(d, rope_theta)
+    inv_freq = rope_inv_freq(d, rope_theta)
     if rope_type == "linear":
         inv_freq = inv_freq / p["factor"]
     elif rope_type == "dynamic":
-        base = dynamic_rope_theta(rope_theta, d, p["factor"], p["max_position_embeddings"], seq_len)
-        inv_freq = _default_inv_freq(d, base)
+        if "alpha" in p:
+            base = ntk_alpha_rope_theta(rope_theta, d, p["alpha"])
+        else:
+            base = dynamic_rope_theta(rope_theta, d, p["factor"], p["max_position_embeddings"], seq_len)
+        inv_freq = rope_inv_freq(d, base)
     elif rope_type == "yarn":
         factor = p["factor"]
         low, high = yarn_correction_range(d, rope_theta, p["original_max_position_embeddings"],
@@ -330,8 +418,7 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
         ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
         inv_freq = inv_freq * (1.0 - ramp) + (inv_freq / factor) * ramp
     elif rope_type == "longrope":
-        original = p["original_max_position_embeddings"]
-        key = "long_factor" if seq_len is not None and seq_len > original else "short_factor"
+        key = "long_factor" if _is_long(p, seq_len) else "short_factor"
         ext = np.asarray(p[key], dtype=np.float64)
         if ext.shape != (d // 2,):
             raise ValueError(f"longrope {key} has {ext.size} values, expected rotary_dim / 2 = {d // 2}")
@@ -341,27 +428,41 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
         original = p["original_max_position_embeddings"]
         wavelength = 2 * np.pi / inv_freq
         scaled = np.where(wavelength > original / low, inv_freq / factor, inv_freq)
-        smooth = (original / wavelength - low) / (high - low)
-        medium = (wavelength >= original / high) & (wavelength <= original / low)
-        inv_freq = np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
-    return inv_freq, _attention_factor(rope_type, p)
+        if high > low:
+            smooth = (original / wavelength - low) / (high - low)
+            medium = (wavelength >= original / high) & (wavelength <= original / low)
+            inv_freq = np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+        else:
+            inv_freq = scaled
+    elif rope_type == "proportional":
+        rotated = int(p.get("partial_rotary_factor", 1.0) * d // 2)
+        inv_freq = np.where(np.arange(d // 2) < rotated, inv_freq, 0.0) / p.get("factor", 1.0)
+    return inv_freq, _attention_factor(rope_type, p, seq_len)
 
 
-def rope_attention_factor(rope_type: str = "default", **scaling) -> float:
+def _is_long(p: dict, seq_len: int | None) -> bool:
+    return seq_len is not None and seq_len > p["original_max_position_embeddings"]
+
+
+def rope_attention_factor(rope_type: str = "default", *, seq_len: int | None = None, **scaling) -> float:
     """The attention factor of :func:`rope_parameters` alone (it does not depend on rotary_dim).
 
-    An explicit ``attention_factor`` wins; else :func:`yarn_attention_factor` for
-    yarn, :func:`longrope_attention_factor` for longrope, 1.0 for the others.
+    ``short_mscale`` / ``long_mscale`` win (longrope, chosen by ``seq_len`` as the
+    factor lists are); then an explicit ``attention_factor``; else
+    :func:`yarn_attention_factor` for yarn, :func:`longrope_attention_factor` for
+    longrope, 1.0 for the others.
 
     Raises
     ------
     ValueError
         As :func:`check_rope_scaling`.
     """
-    return _attention_factor(rope_type, check_rope_scaling(rope_type, **scaling))
+    return _attention_factor(rope_type, check_rope_scaling(rope_type, **scaling), seq_len)
 
 
-def _attention_factor(rope_type: str, p: dict) -> float:
+def _attention_factor(rope_type: str, p: dict, seq_len: int | None) -> float:
+    if rope_type == "longrope" and "long_mscale" in p:
+        return float(p["long_mscale"] if _is_long(p, seq_len) else p["short_mscale"])
     if p.get("attention_factor") is not None:
         return float(p["attention_factor"])
     if rope_type == "yarn":
