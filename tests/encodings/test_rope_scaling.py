@@ -29,6 +29,11 @@ LLAMA31_INLINE = dict(rope_type="llama3", rope_theta=500000, rotary_dim=128, fac
                       high_freq_factor=4, original_max_position_embeddings=8192)
 
 
+def core_info(info):
+    """run_info without the provenance columns (rope_defaults, rope_rules), tested on their own."""
+    return {k: v for k, v in info.items() if k not in ("rope_defaults", "rope_rules")}
+
+
 def write_config(folder, cfg, name="config.json"):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(json.dumps(cfg))
@@ -127,7 +132,8 @@ def test_dynamic_base_grows_only_beyond_max_position_embeddings():
     np.testing.assert_allclose(rope_parameters("dynamic", **params, seq_len=4096)[0],
                                rope_inv_freq(128, 1e4 * 3 ** (128 / 126)), rtol=1e-15)
     enc = make_encoding("rotary", rope_type="dynamic", rotary_dim=128, factor=2, max_position_embeddings=2048)
-    assert enc.run_info(4096) == {"effective_rope_type": "dynamic", "attention_scaling": 1.0, "rope_length": 4096}
+    assert core_info(enc.run_info(4096)) == {"effective_rope_type": "dynamic", "attention_scaling": 1.0,
+                                             "rope_length": 4096}
     freqs = enc.run_tables(enc.generate(4096, 128), 4096)["inv_freq"]
     assert freqs["effective_rope_theta"].iloc[0] == pytest.approx(30527.7367, abs=1e-4)
 
@@ -152,8 +158,9 @@ def test_longrope_short_or_long_by_analysed_length(tmp_path):
     np.testing.assert_allclose(enc.inv_freq(3072, 4097), reference / np.array(long), rtol=1e-15)
     attention = math.sqrt(1 + math.log(32) / math.log(4096))
     assert attention == pytest.approx(1.190238, abs=1e-6)
-    assert enc.run_info(4097) == {"effective_rope_type": "longrope", "attention_scaling": pytest.approx(attention),
-                                  "rope_length": 4097, "rope_factors": "long"}
+    assert core_info(enc.run_info(4097)) == {"effective_rope_type": "longrope",
+                                             "attention_scaling": pytest.approx(attention), "rope_length": 4097,
+                                             "rope_factors": "long"}
     assert enc.run_info(100)["rope_factors"] == "short"
     table = enc.generate(8, 3072)
     assert table.shape == (8, 96)
@@ -206,7 +213,7 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
     # Phi-2: hidden_size 2560, 32 heads (head 80), partial_rotary_factor 0.4 -> 32 rotated dims
     phi2 = {"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4, "rope_theta": 10000.0}
     enc = make_encoding("rotary", config=str(write_config(tmp_path / "phi2", phi2)))
-    assert read_rope_config(tmp_path / "phi2")["rotary_dim"] == 32
+    assert read_rope_config(tmp_path / "phi2").partial_rotary_factor == 0.4
     assert enc.generate(5, 2560).shape == (5, 32)
     np.testing.assert_array_equal(enc.inv_freq(2560), rope_inv_freq(32, 1e4))  # exponent over rotary_dim, as HF
     np.testing.assert_array_equal(make_encoding("rotary", config=str(tmp_path / "phi2"), partial_rotary_factor=0.5)
@@ -216,9 +223,9 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
                                   make_encoding("rotary", rotary_dim=32).generate(7, 80))
     # GPT-NeoX / Pythia names; explicit head_dim wins over hidden_size / heads; DeepSeek's qk_rope_head_dim
     neox = {"hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.25, "rotary_emb_base": 10000}
-    assert read_rope_config(write_config(tmp_path / "neox", neox))["rotary_dim"] == 16
+    assert make_encoding("rotary", config=str(write_config(tmp_path / "neox", neox))).resolve(1).rotary_dim == 16
     gemma = {"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256}
-    assert read_rope_config(write_config(tmp_path / "gemma", gemma))["rotary_dim"] == 256
+    assert make_encoding("rotary", config=str(write_config(tmp_path / "gemma", gemma))).resolve(1).rotary_dim == 256
     deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
                 "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1,
                                                       "mscale": 1.0, "mscale_all_dim": 1.0,
@@ -227,7 +234,7 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
     assert ds.generate(3, 7168).shape == (3, 64) and ds.run_info(3)["attention_scaling"] == 1.0
     # a multimodal config with the language model under text_config
     llava = {"model_type": "llava", "text_config": LLAMA31}
-    assert read_rope_config(write_config(tmp_path / "llava", llava))["rope_type"] == "llama3"
+    assert read_rope_config(write_config(tmp_path / "llava", llava)).rope_type == "llama3"
 
 
 def test_config_errors(tmp_path):
@@ -255,7 +262,7 @@ def test_config_errors(tmp_path):
         ({"rope_scaling": {"rope_type": "linear", "factor": "8"}}, "factor must be a finite number, got '8'"),
         ({"rope_scaling": {"rope_type": "linear", "factor": 0}}, "factor must be > 0"),
         ({"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1,
-                           "original_max_position_embeddings": 8192}}, "high_freq_factor must be > low_freq_factor"),
+                           "original_max_position_embeddings": 8192}}, "high_freq_factor must be >= low_freq_factor"),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4096, "beta_fast": 1,
                            "beta_slow": 32}}, "beta_fast must be >= beta_slow"),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4096.5}},
@@ -294,7 +301,7 @@ def test_inline_errors():
         make_encoding("rotary", partial_rotary_factor=0.25).generate(4, 100)
     with pytest.raises(ValueError, match="unknown rope_type 'su'.*old name of 'longrope'"):
         rope_parameters("su", rotary_dim=8)
-    assert set(ROPE_TYPES) == {"default", "linear", "dynamic", "yarn", "longrope", "llama3"}
+    assert set(ROPE_TYPES) == {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"}
 
 
 def test_study_file_with_a_config_beside_it(tmp_path):
@@ -345,3 +352,166 @@ def test_figure_from_tables(tmp_path):
     assert [len(ax.lines) for ax in fig.axes] == [2, 2, 2]
     assert STUDY_FIGURES["rope_geometry.png"]({k: v for k, v in tables.items() if k not in ("inv_freq", "rope_decay")},
                                               "t") is None
+
+
+# ------------------------------------------------------------------ issue 10 findings (closed forms)
+def test_hunyuan_dynamic_with_alpha_is_static_ntk_alpha(tmp_path):
+    """{"type": "dynamic", "alpha": 1000, "factor": 1}: base·alpha^(d/(d−2)) at every length, factor unused."""
+    cfg = {"model_type": "hunyuan_v1_dense", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+           "max_position_embeddings": 32768, "rope_theta": 10000.0,
+           "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}}
+    enc = make_encoding("rotary", config=str(write_config(tmp_path / "hy", cfg)))
+    base = 1e4 * 1000.0 ** (128 / 126)
+    for n in (16, 40000):  # no growth with the length: a static base
+        r = enc.resolve(1, n)
+        np.testing.assert_allclose(r.inv_freq, rope_inv_freq(128, base), rtol=1e-15)
+        assert r.effective_rope_theta == pytest.approx(base, rel=1e-15)
+    assert "NTK-alpha" in enc.run_info(16)["rope_rules"]
+    np.testing.assert_allclose(rope_parameters("dynamic", rotary_dim=128, rope_theta=1e4, alpha=1000.0)[0],
+                               rope_inv_freq(128, base), rtol=1e-15)
+    # the same key on an architecture whose transformers model ignores it is refused, not applied
+    cfg["model_type"] = "llama"
+    with pytest.raises(ParameterError, match="alpha .*read only by Hunyuan.*transformers' llama ignores it"):
+        make_encoding("rotary", config=str(write_config(tmp_path / "llama", cfg)))
+
+
+def test_llama3_low_equal_high_is_a_hard_cut():
+    """Llama 4 Scout: factor 16, low = high = 1, original 8192: no smoothing band."""
+    inv_freq, _ = rope_parameters("llama3", rotary_dim=128, rope_theta=5e5, factor=16.0, low_freq_factor=1.0,
+                                  high_freq_factor=1.0, original_max_position_embeddings=8192)
+    reference = rope_inv_freq(128, 5e5)
+    long = 2 * np.pi / reference > 8192
+    np.testing.assert_array_equal(inv_freq, np.where(long, reference / 16, reference))
+    assert 0 < long.sum() < 64
+    assert np.all(np.isfinite(inv_freq))
+
+
+def test_phimoe_short_and_long_mscale(tmp_path):
+    """Phi-3.5-MoE: attention scaling short_mscale up to the original length, long_mscale beyond (1.243163)."""
+    short, long = [1.0] * 64, [1.5] * 64
+    cfg = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+           "rope_theta": 10000.0, "rope_scaling": {
+               "type": "longrope", "short_factor": short, "long_factor": long, "original_max_position_embeddings": 4096,
+               "short_mscale": 1.243163121016122, "long_mscale": 1.243163121016122}}
+    enc = make_encoding("rotary", config=str(write_config(tmp_path / "phimoe", cfg)))
+    assert enc.resolve(1, 100).attention_scaling == pytest.approx(1.243163121016122)
+    assert enc.run_info(5000)["attention_scaling"] == pytest.approx(1.243163121016122)  # not 1.19024
+    assert rope_attention_factor("longrope", seq_len=10, short_factor=short, long_factor=long,
+                                 original_max_position_embeddings=4096, short_mscale=1.1, long_mscale=1.3) == 1.1
+    assert rope_attention_factor("longrope", seq_len=4097, short_factor=short, long_factor=long,
+                                 original_max_position_embeddings=4096, short_mscale=1.1, long_mscale=1.3) == 1.3
+    cfg["model_type"] = "phi3"  # transformers' Phi-3 ignores these keys: refused, not guessed
+    with pytest.raises(ParameterError, match="short_mscale is read only by PhiMoE"):
+        make_encoding("rotary", config=str(write_config(tmp_path / "phi3", cfg)))
+
+
+def test_proportional_rope_type():
+    """Gemma 4 full-attention layers: 25 % of the pairs rotate, exponent over the full head, the rest frequency 0."""
+    inv_freq, attention = rope_parameters("proportional", rotary_dim=512, rope_theta=1e6, partial_rotary_factor=0.25)
+    assert inv_freq.shape == (256,) and attention == 1.0
+    assert np.count_nonzero(inv_freq) == 64
+    np.testing.assert_allclose(inv_freq[:64], 1e6 ** (-np.arange(0, 128, 2) / 512), rtol=1e-15)
+    np.testing.assert_allclose(rope_parameters("proportional", rotary_dim=8, rope_theta=1e4, factor=2.0)[0],
+                               rope_inv_freq(8, 1e4) / 2, rtol=1e-15)
+    enc = make_encoding("rotary", rope_type="proportional", rope_theta=1e6, partial_rotary_factor=0.25)
+    table = enc.generate(10, 512)
+    assert table.shape == (10, 512)
+    np.testing.assert_array_equal(table[:, 128::2], 1.0)  # un-rotated pairs: cos 0 = 1, sin 0 = 0 (interleaved)
+    freqs = enc.run_tables(table, 10)["inv_freq"]
+    assert np.isinf(freqs["wavelength"].iloc[-1]) and freqs["wavelength"].iloc[0] == pytest.approx(2 * np.pi)
+
+
+@pytest.mark.parametrize("rotary_dim", [2])
+def test_dynamic_single_pair_is_a_clear_error(rotary_dim):
+    with pytest.raises(ValueError, match="dynamic NTK scaling .* undefined for rotary_dim = 2"):
+        rope_parameters("dynamic", rotary_dim=rotary_dim, factor=2.0, max_position_embeddings=16, seq_len=32)
+    with pytest.raises(ValueError, match="rotary: dynamic NTK scaling .* needs rotary_dim >= 4"):
+        make_encoding("rotary", rope_type="dynamic", rotary_dim=2, factor=2, max_position_embeddings=16).generate(32, 8)
+
+
+@pytest.mark.parametrize("sizes, pattern", [
+    ({"hidden_size": 64, "num_attention_heads": 0}, "num_attention_heads must be > 0, got 0"),
+    ({"hidden_size": 0, "num_attention_heads": 4}, "hidden_size must be > 0"),
+    ({"hidden_size": 2, "num_attention_heads": 4}, r"hidden_size // num_attention_heads = 2 // 4 = 0"),
+    ({"head_dim": -8}, "head_dim must be > 0"),
+    ({"head_dim": 8, "max_position_embeddings": 0, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+     "max_position_embeddings must be > 0"),
+    ({"head_dim": 8, "partial_rotary_factor": 0}, r"partial_rotary_factor must be a number in \(0, 1\]"),
+    ({"head_dim": 8, "rope_theta": 1.0}, "rope_theta must be > 1"),
+])
+def test_degenerate_sizes_are_clear_errors(tmp_path, sizes, pattern):
+    """Issue 11 item 6: num_attention_heads = 0 (ZeroDivisionError before) and every other degenerate size."""
+    with pytest.raises(ParameterError, match=pattern):
+        make_encoding("rotary", config=str(write_config(tmp_path, {"model_type": "llama", **sizes})))
+
+
+def test_head_width_from_the_architectures_keys(tmp_path):
+    cases = [  # (config, rotary_dim, rope_theta)
+        ({"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 32, "kv_channels": 128}, 128, 1e4),
+        ({"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32}, 160, 1e4),  # 2·hidden / heads
+        ({"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "attn_config": {"rope_theta": 500000, "kv_n_heads": 8}},
+         128, 5e5),
+        ({"model_type": "moonshine", "hidden_size": 288, "decoder_num_attention_heads": 8,
+          "encoder_num_attention_heads": 8}, 32, 1e4),  # head 36 x partial_rotary_factor 0.9 = 32
+    ]
+    for i, (cfg, rotary_dim, theta) in enumerate(cases):
+        r = make_encoding("rotary", config=str(write_config(tmp_path / str(i), cfg))).resolve(4096, 16)
+        assert (r.rotary_dim, r.rope_theta) == (rotary_dim, theta), cfg["model_type"]
+
+
+def test_left_out_keys_mean_the_architectures_defaults(tmp_path):
+    cases = {"gpt_neox": ("partial_rotary_factor", "0.25", 16), "phi": ("partial_rotary_factor", "0.5", 32),
+             "stablelm": ("partial_rotary_factor", "0.25", 16), "persimmon": ("partial_rotary_factor", "0.5", 32),
+             "cohere": ("rope_theta", "500000", 64), "bitnet": ("rope_theta", "500000", 64),
+             "smollm3": ("rope_theta", "2000000", 64)}
+    for model_type, (key, value, rotary_dim) in cases.items():
+        cfg = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8}
+        enc = make_encoding("rotary", config=str(write_config(tmp_path / model_type, cfg)))
+        r = enc.resolve(4096, 16)
+        assert r.rotary_dim == rotary_dim, model_type
+        assert r.sources[key] == f"architecture default ({model_type})"
+        assert f"{key}={value} (architecture default ({model_type}))" in enc.run_info(16)["rope_defaults"]
+
+
+def test_no_rope_configs_are_refused_naming_their_scheme(tmp_path):
+    cases = [
+        ({"model_type": "gpt2", "n_embd": 768, "n_head": 12}, "gpt2' uses a learned absolute position table"),
+        ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "position_embedding_type": "absolute"},
+         "learned absolute position table"),
+        ({"model_type": "bloom", "hidden_size": 64, "n_head": 8}, "ALiBi"),
+        ({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 8, "alibi": True}, "ALiBi"),
+        ({"model_type": "t5", "d_model": 512, "num_heads": 8}, "T5 relative position buckets"),
+        ({"model_type": "mistral-like-but-unknown", "position_embedding_type": "relative_key"},
+         "learned relative distance embeddings"),
+    ]
+    for i, (cfg, pattern) in enumerate(cases):
+        with pytest.raises(ParameterError, match=pattern):
+            make_encoding("rotary", config=str(write_config(tmp_path / str(i), cfg)))
+    falcon = {"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 8, "alibi": False}
+    assert make_encoding("rotary", config=str(write_config(tmp_path / "f", falcon))).resolve(1).rotary_dim == 8
+
+
+def test_legacy_qwen2_vl_mrope_config_is_read_for_text_tokens(tmp_path):
+    """The published Qwen2-VL config: flat, rope_scaling {"type": "mrope", "mrope_section": [16, 24, 24]}."""
+    cfg = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0,
+           "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+           "vision_config": {"depth": 32, "embed_dim": 1280}}
+    enc = make_encoding("rotary", config=str(write_config(tmp_path / "qwen2vl", cfg)))
+    r = enc.resolve(1, 64)
+    assert (r.rope_type, r.rotary_dim, r.rope_theta) == ("default", 128, 1e6)
+    np.testing.assert_array_equal(r.inv_freq, rope_inv_freq(128, 1e6))
+    assert "M-RoPE (chunked, mrope_section [16, 24, 24]): analysed for text tokens" in enc.run_info(64)["rope_rules"]
+    cfg["rope_scaling"]["mrope_section"] = [16, 24, 20]
+    with pytest.raises(ParameterError, match=r"mrope_section \[16, 24, 20\] sums to 60, but the head rotates 64"):
+        make_encoding("rotary", config=str(write_config(tmp_path / "bad", cfg)))
+
+
+def test_unknown_rope_key_is_refused_and_no_effect_keys_are_recorded(tmp_path):
+    cfg = {"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "ntk_mix": 0.5}}
+    with pytest.raises(ParameterError, match="a key poslab does not understand: 'ntk_mix' = 0.5"):
+        make_encoding("rotary", config=str(write_config(tmp_path / "a", cfg)))
+    cfg = {"model_type": "ministral3", "head_dim": 64, "max_position_embeddings": 262144, "rope_parameters": {
+        "rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1,
+        "rope_theta": 1e6}}
+    info = make_encoding("rotary", config=str(write_config(tmp_path / "b", cfg))).run_info(64)
+    assert "llama_4_scaling_beta not read: a query temperature" in info["rope_rules"]

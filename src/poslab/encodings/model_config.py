@@ -1,42 +1,161 @@
-"""RoPE parameters from a Hugging Face model's ``config.json``.
+"""RoPE parameters from a Hugging Face model's ``config.json``, read as transformers reads it.
 
-Reads what transformers' rotary embeddings read, by the same rules
-(``RotaryEmbeddingConfigMixin.standardize_rope_params`` and the
+:func:`read_rope_config` is the one reading step: a pure function of the file
+(memoised by path, modification time and size) that returns a frozen
+:class:`RopeConfig` holding every value poslab takes from the file, where each
+came from (a config key, the architecture's default, transformers' default)
+and every rule applied. Nothing is downloaded; nothing but the JSON file is
+opened; transformers is not needed.
+
+What a config means depends on its architecture (``model_type``): transformers
+writes only some keys, and a key left out means the default of the
+architecture's config class (GPT-NeoX rotates 25 % of each head, Cohere's
+rope_theta is 500000, ...). Those defaults, the key aliases (DBRX ``d_model``,
+JetMoE ``kv_channels``, ...) and which top-level keys each class reads were
+taken from transformers' config classes and ship as data in
+``hf_rope_architectures.json`` (``tests/hf/_rotary_oracle.py`` regenerates it;
+a test checks it against the installed transformers, and another checks every
+architecture against its rotary module). Rules that live in code rather than
+in class defaults are in :data:`ARCHITECTURE_RULES`.
+
+Reading order (transformers' ``RotaryEmbeddingConfigMixin`` and the
 ``_compute_*_parameters`` functions of ``modeling_rope_utils.py``):
 
-- ``rope_theta`` (default 10000), also inside ``rope_parameters`` (transformers 5),
-  or ``rotary_emb_base`` (GPT-NeoX / Pythia);
-- the head width: ``head_dim``, else ``hidden_size // num_attention_heads``
-  (DeepSeek-V2/V3: ``qk_rope_head_dim``, as transformers sets head_dim);
-  times ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``); GPT-J's
-  ``rotary_dim`` is taken as given;
-- the scaling dict ``rope_scaling`` (transformers 4) or ``rope_parameters``
-  (transformers 5), its type under ``rope_type`` or the older ``type``;
+- the language part of a multimodal config (``text_config``, or the top level
+  of a flat legacy config such as the published Qwen2-VL one);
+- the scaling dict: ``rope_scaling`` (transformers 4) or ``rope_parameters``
+  (transformers 5), type under ``rope_type`` or the older ``type``; without
+  one, the architecture's default dict;
+- ``rope_theta``: the dict's, else the top-level key the class reads
+  (``rope_theta``; GPT-NeoX ``rotary_emb_base``), else the architecture's
+  default, else transformers' 10000;
+- ``partial_rotary_factor`` likewise (GPT-NeoX ``rotary_pct``);
+- the head width: MLA models (DeepSeek-V2/V3) rotate ``qk_rope_head_dim``;
+  else ``head_dim`` (or its alias), else the architecture's rule, else
+  ``hidden_size // num_attention_heads``; GPT-J / CodeGen give the rotated
+  width ``rotary_dim`` itself;
 - ``max_position_embeddings``, and ``original_max_position_embeddings`` inside
-  the scaling dict or at the top level (Phi-3 keeps it there; it then wins, as in
-  transformers).
-
-Multimodal configs that keep the language model under ``text_config`` are read
-from there. Nothing is downloaded; nothing but the JSON file is opened.
+  the scaling dict or at the top level (Phi-3 keeps it there; it then wins).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import math
+import numbers
+import types
 from pathlib import Path
+from typing import Any, Mapping
 
-from .rope_scaling import ROPE_TYPES
+from .rope_scaling import LIST_KEYS, ROPE_TYPES, SCALING_KEYS, rope_scaling_keys
 
-__all__ = ["ModelConfigError", "read_rope_config", "config_path"]
+__all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_RULES",
+           "NO_ROPE_SCHEMES"]
 
-_SCALING_KEYS = (
-    "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow",
-    "mscale", "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
-)
+_TABLE = Path(__file__).with_name("hf_rope_architectures.json")
 
 
 class ModelConfigError(ValueError):
     """A config.json is missing, unreadable or describes RoPE in a way poslab cannot take."""
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict:
+    return json.loads(_TABLE.read_text(encoding="utf-8"))
+
+
+def architectures() -> Mapping[str, dict]:
+    """Per model_type: aliases, class defaults and default RoPE parameters (from transformers' config classes)."""
+    return _table()["architectures"]
+
+
+#: Rules of transformers' config classes or rotary modules that are code, not class defaults
+#: (checked against the rotary modules in tests/hf). model_type -> rule name.
+ARCHITECTURE_RULES = {
+    "zamba2": "head_dim = 2 * hidden_size // num_attention_heads (Zamba2Config: attention runs on the "
+              "concatenation of the input and the original embedding)",
+    "dbrx": "rope_theta inside attn_config",
+    "hunyuan_v1_dense": "alpha", "hunyuan_v1_moe": "alpha", "hunyuan_vl_text": "alpha",
+    "phimoe": "short_mscale/long_mscale",
+}
+
+#: Position schemes of well-known architectures without RoPE (the message of a refusal names them).
+NO_ROPE_SCHEMES = {
+    **dict.fromkeys(("gpt2", "gpt_neo", "openai-gpt", "opt", "bart", "mbart", "biogpt", "gpt_bigcode", "xglm"),
+                    "a learned absolute position table"),
+    **dict.fromkeys(("bert", "roberta", "distilbert", "xlm-roberta", "camembert", "electra", "albert", "vit",
+                     "deit", "clip", "siglip", "whisper"), "a learned absolute position table"),
+    **dict.fromkeys(("bloom", "mpt"), "ALiBi (linear biases on attention scores, no rotation)"),
+    **dict.fromkeys(("t5", "mt5", "umt5", "longt5", "switch_transformers"),
+                    "T5 relative position buckets (a learned bias per bucket and head)"),
+}
+_POSITION_EMBEDDING_TYPES = {
+    "absolute": "a learned absolute position table (position_embedding_type = 'absolute')",
+    "relative_key": "learned relative distance embeddings (position_embedding_type = 'relative_key', Shaw et al. 2018)",
+    "relative_key_query": "learned relative distance embeddings (position_embedding_type = 'relative_key_query')",
+    "relative": "relative position encoding (position_embeddings_type = 'relative')",
+}
+# Keys of a RoPE dict that do not change the rotary table: not read, with the stated reason (recorded).
+_NO_EFFECT = {
+    "llama_4_scaling_beta": "a query temperature 1 + β·ln(1 + ⌊p / original_max_position_embeddings⌋) on the "
+                            "attention scores (Llama 4 / Ministral), not part of the rotary table",
+    "max_position_embeddings": "transformers reads max_position_embeddings from the top level of the config",
+}
+_MROPE = ("mrope_section", "mrope_interleaved")
+_HEAD_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RopeConfig:
+    """What a config.json says about RoPE, by Hugging Face names, with where each value came from.
+
+    Attributes
+    ----------
+    path : str
+        The config.json read.
+    model_type : str or None
+        The architecture whose rules were applied (of the language part for a multimodal config).
+    part : str or None
+        The part of the config read (``text_config``, ``thinker_config.text_config``), None for the top level.
+    rope_type : str
+        One of :data:`poslab.encodings.rope_scaling.ROPE_TYPES`.
+    rope_theta : float
+    head_dim : int or None
+        Width of a head (MLA: of its rotated part ``qk_rope_head_dim``); None if the config does not say.
+    partial_rotary_factor : float or None
+        Fraction of the head that is rotated; None: the whole head.
+    rotary_dim : int or None
+        A rotated width the config gives directly (GPT-J / CodeGen ``rotary_dim``).
+    scaling : mapping
+        The scaling parameters of the RoPE dict (Hugging Face names; longrope factor lists as
+        tuples), every one poslab understands, whether ``rope_type`` uses it or not (an inline
+        ``rope_type`` may).
+    max_position_embeddings : int or None
+        The top-level value (or its alias, or the architecture's default).
+    original_max_position_embeddings : int or None
+        A top-level value (Phi-3); it wins over the RoPE dict's, as in transformers.
+    sources : mapping
+        Value name -> where it came from: ``config: KEY`` (dotted path in the file),
+        ``architecture default (MODEL_TYPE)``, ``transformers default``.
+    rules : tuple of str
+        Every rule applied beyond reading a key (text part, legacy names, ignored keys).
+    """
+
+    path: str
+    model_type: str | None
+    part: str | None
+    rope_type: str
+    rope_theta: float
+    head_dim: int | None
+    partial_rotary_factor: float | None
+    rotary_dim: int | None
+    scaling: Mapping[str, Any]
+    max_position_embeddings: int | None
+    original_max_position_embeddings: int | None
+    sources: Mapping[str, str]
+    rules: tuple[str, ...]
 
 
 def config_path(path) -> Path:
@@ -57,17 +176,8 @@ def config_path(path) -> Path:
     return path
 
 
-def _number(cfg, key, where, *, integer=False):
-    value = cfg[key]
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok:
-        kind = "an integer" if integer else "a number"
-        raise ModelConfigError(f"{where}: {key} must be {kind}, got {value!r}")
-    return value
-
-
-def read_rope_config(path) -> dict:
-    """RoPE parameters of a model, by their Hugging Face names.
+def read_rope_config(path) -> RopeConfig:
+    """RoPE parameters of a model, read from its config.json as transformers reads them.
 
     Parameters
     ----------
@@ -77,93 +187,369 @@ def read_rope_config(path) -> dict:
 
     Returns
     -------
-    dict
-        ``rope_type`` (``"default"`` without scaling) and ``rope_theta``
-        (10000.0 if absent) always; ``rotary_dim`` (head width × partial rotary
-        factor, an int) when the config gives a head width; and, when present,
-        ``head_dim``, ``partial_rotary_factor``, ``max_position_embeddings`` and
-        the scaling parameters (``factor``, ``original_max_position_embeddings``,
-        ``low_freq_factor``, ``high_freq_factor``, ``beta_fast``, ``beta_slow``,
-        ``mscale``, ``mscale_all_dim``, ``attention_factor``, ``truncate``,
-        ``short_factor``, ``long_factor``). Other keys of the scaling dict are left out.
+    RopeConfig
+        Frozen; the same object for the same unchanged file (memoised by path,
+        modification time and size).
 
     Raises
     ------
     ModelConfigError
-        Missing file, invalid JSON, a scaling dict that is not a JSON object,
-        per-layer-type RoPE parameters, an unknown rope type (the valid ones are
-        listed), conflicting ``rope_scaling`` and ``rope_parameters``, or
-        non-numeric sizes.
+        Missing file, invalid JSON, a config without RoPE (the message names
+        the position scheme it has), per-layer-type or multi-axis RoPE, an
+        unknown rope type (the valid ones are listed), a key of the RoPE
+        parameters poslab does not understand, a key the architecture ignores,
+        conflicting ``rope_scaling`` and ``rope_parameters``, or non-numeric
+        or degenerate sizes (``num_attention_heads = 0``, ...).
     """
-    file = config_path(path)
-    where = str(file)
+    file = config_path(path).absolute()
+    stat = file.stat()
+    return _read_cached(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_cached(file: str, mtime_ns: int, size: int) -> RopeConfig:
+    where = file
     try:
-        cfg = json.loads(file.read_text(encoding="utf-8-sig"))
+        cfg = json.loads(Path(file).read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise ModelConfigError(f"{where}: not a UTF-8 text file ({exc.reason}); a config.json is JSON") from None
     except json.JSONDecodeError as exc:
         raise ModelConfigError(f"{where}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ModelConfigError(f"{where}: JSON nested too deeply to be a config.json") from None
     if not isinstance(cfg, dict):
         raise ModelConfigError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
-    if isinstance(cfg.get("text_config"), dict) and not any(
-        k in cfg for k in ("hidden_size", "head_dim", "rope_theta", "rope_scaling", "rope_parameters")
-    ):
-        cfg, where = cfg["text_config"], f"{where} (text_config)"
-
-    scaling = _scaling_dict(cfg, where)
-    out: dict = {}
-    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-    if rope_type not in ROPE_TYPES:
-        hint = " ('su' is the old name of 'longrope'; edit the config)" if rope_type == "su" else ""
-        raise ModelConfigError(f"{where}: unknown rope type {rope_type!r}{hint}; valid: {', '.join(ROPE_TYPES)}")
-    out["rope_type"] = rope_type
-
-    theta = scaling.get("rope_theta", cfg.get("rope_theta", cfg.get("rotary_emb_base")))
-    if theta is None:
-        theta = 10000.0
-    elif isinstance(theta, bool) or not isinstance(theta, (int, float)):
-        raise ModelConfigError(f"{where}: rope_theta must be a number, got {theta!r}")
-    out["rope_theta"] = float(theta)
-
-    for key in ("max_position_embeddings", "original_max_position_embeddings"):
-        if cfg.get(key) is not None:
-            out[key] = _number(cfg, key, where, integer=True)
-    for key in _SCALING_KEYS:
-        if scaling.get(key) is not None and not (key == "original_max_position_embeddings" and key in out):
-            out[key] = tuple(scaling[key]) if isinstance(scaling[key], list) else scaling[key]
-
-    prf = scaling.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
-    if prf is not None:
-        if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
-            raise ModelConfigError(f"{where}: partial_rotary_factor must be a number in (0, 1], got {prf!r}")
-        out["partial_rotary_factor"] = float(prf)
-    if cfg.get("qk_rope_head_dim") is not None:  # DeepSeek-V2/V3: only this part of each head is rotated
-        out["head_dim"] = _number(cfg, "qk_rope_head_dim", where, integer=True)
-    elif cfg.get("head_dim") is not None:
-        out["head_dim"] = _number(cfg, "head_dim", where, integer=True)
-    elif cfg.get("hidden_size") is not None and cfg.get("num_attention_heads") is not None:
-        out["head_dim"] = _number(cfg, "hidden_size", where, integer=True) // _number(
-            cfg, "num_attention_heads", where, integer=True)
-    if cfg.get("rotary_dim") is not None:  # GPT-J: the rotated width itself
-        out["rotary_dim"] = _number(cfg, "rotary_dim", where, integer=True)
-    elif "head_dim" in out:
-        out["rotary_dim"] = int(out["head_dim"] * out.get("partial_rotary_factor", 1.0))
-    return out
+    return _Reader(cfg, where).read()
 
 
-def _scaling_dict(cfg: dict, where: str) -> dict:
-    scaling, parameters = cfg.get("rope_scaling"), cfg.get("rope_parameters")
-    if scaling and parameters and scaling != parameters:
-        raise ModelConfigError(
-            f"{where}: has both rope_scaling and rope_parameters, and they differ; keep one "
-            "(rope_parameters is the transformers 5 name of rope_scaling)")
-    found = scaling or parameters or {}
-    name = "rope_scaling" if scaling else "rope_parameters"
-    if not isinstance(found, dict):
-        raise ModelConfigError(f"{where}: {name} must be a JSON object, got {found!r}")
-    nested = [k for k, v in found.items() if isinstance(v, dict)]
-    if nested:
-        raise ModelConfigError(
-            f"{where}: {name} holds per-layer-type RoPE parameters ({', '.join(nested)}); poslab reads one set: "
-            "copy the one you want into a config of its own, or give its values inline")
-    return found
+class _Reader:
+    """One reading of one config dict (kept small: every method reads, none writes files)."""
+
+    def __init__(self, cfg: dict, where: str):
+        self.top, self.where = cfg, where
+        self.sources: dict[str, str] = {}
+        self.rules: list[str] = []
+        self.part: str | None = None
+
+    # ----------------------------------------------------------- helpers
+    def fail(self, message: str):
+        raise ModelConfigError(f"{self.where}: {message}")
+
+    def key(self, name: str) -> str:
+        return f"{self.part}.{name}" if self.part else name
+
+    def number(self, value, name, *, integer=False, positive=True):
+        ok = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+        if isinstance(value, bool) or not ok or (not integer and not math.isfinite(value)):
+            self.fail(f"{self.key(name)} must be {'an integer' if integer else 'a number'}, got {value!r}")
+        if positive and not value > 0:
+            self.fail(f"{self.key(name)} must be > 0, got {value!r}; a config.json with this value describes no model")
+        return value
+
+    # ----------------------------------------------------------- steps
+    def read(self) -> RopeConfig:
+        cfg, model_type = self.language_part()
+        self.check_scheme(cfg, model_type)
+        arch = architectures().get(model_type) if model_type else None
+        if model_type and arch is None:
+            self.rules.append(f"model_type {model_type!r} is not a transformers {_table()['transformers']} "
+                              "architecture: generic rules (head_dim or hidden_size // num_attention_heads; "
+                              "rope_theta 10000 unless given)")
+        elif model_type is None:
+            self.rules.append("no model_type: generic rules (head_dim or hidden_size // num_attention_heads; "
+                              "rope_theta 10000 unless given)")
+        if arch is not None and "per_layer_type" in arch and not self.flat_dict_given(cfg):
+            self.per_layer(arch["per_layer_type"])
+        cfg = self.apply_aliases(cfg, arch)
+        rope, rope_name = self.rope_dict(cfg)
+        default_rope = dict(arch.get("rope_parameters") or {}) if arch is not None else {}
+        rope_type = self.rope_type(rope, rope_name, default_rope, model_type)
+        theta = self.rope_theta(cfg, rope, rope_name, default_rope, arch, model_type)
+        prf = self.partial_rotary_factor(cfg, rope, rope_name, default_rope, arch, model_type)
+        head_dim, rotary_dim = self.head_width(cfg, arch, model_type)
+        scaling = self.scaling(rope if rope is not None else default_rope, rope_name if rope is not None else None,
+                               model_type, head_dim, prf)
+        mpe, source = self.size(cfg, "max_position_embeddings", arch, model_type)
+        if mpe is not None:
+            self.sources["max_position_embeddings"] = source
+        original = None
+        if cfg.get("original_max_position_embeddings") is not None:  # Phi-3: the top level wins, as in transformers
+            original = self.number(cfg["original_max_position_embeddings"], "original_max_position_embeddings",
+                                   integer=True)
+            self.sources["original_max_position_embeddings"] = f"config: {self.key('original_max_position_embeddings')}"
+            if scaling.get("original_max_position_embeddings") not in (None, original):
+                self.rules.append(f"original_max_position_embeddings: the top-level {original} wins over "
+                                  f"{rope_name}'s {scaling['original_max_position_embeddings']} (as transformers)")
+        return RopeConfig(
+            path=self.where, model_type=model_type, part=self.part, rope_type=rope_type, rope_theta=float(theta),
+            head_dim=head_dim, partial_rotary_factor=prf, rotary_dim=rotary_dim,
+            scaling=types.MappingProxyType(scaling), max_position_embeddings=mpe,
+            original_max_position_embeddings=original, sources=types.MappingProxyType(dict(self.sources)),
+            rules=tuple(self.rules))
+
+    def language_part(self) -> tuple[dict, str | None]:
+        cfg = self.top
+        model_type = cfg.get("model_type")
+        if model_type is not None and not isinstance(model_type, str):
+            self.fail(f"model_type must be a string, got {model_type!r}")
+        composite = _table()["composite"].get(model_type)
+        if composite:
+            texts = [p for p in composite if p.split(".")[-1] == "text_config"]
+            paths = texts or list(composite)
+            if len(paths) > 1:
+                self.fail(f"model_type {model_type!r} has several rotary parts ({', '.join(paths)}); poslab reads one "
+                          "RoPE: copy the part you want into a config.json of its own")
+            path = paths[0]
+            sub = cfg
+            for key in path.split("."):
+                sub = sub.get(key) if isinstance(sub, dict) else None
+            if isinstance(sub, dict):
+                self.part = path
+                self.rules.append(f"{model_type}: the rotary part {path} (model_type {composite[path]!r}) is read")
+                return sub, sub.get("model_type") or composite[path]
+            if path == "text_config":  # a flat legacy config: transformers builds text_config from the top level
+                self.rules.append(f"{model_type}: flat config, its top level is the language part "
+                                  f"(model_type {composite[path]!r}), as transformers reads it")
+                return cfg, composite[path]
+            self.fail(f"model_type {model_type!r} keeps its rotary part in {path}, which this config lacks")
+        if isinstance(cfg.get("text_config"), dict) and not any(
+                k in cfg for k in ("hidden_size", "head_dim", "rope_theta", "rope_scaling", "rope_parameters")):
+            self.part = "text_config"
+            self.rules.append("the language part text_config is read (a multimodal config)")
+            sub = cfg["text_config"]
+            return sub, sub.get("model_type") or model_type
+        return cfg, model_type
+
+    def check_scheme(self, cfg: dict, model_type: str | None):
+        """Refuse configs whose model uses no RoPE, naming the scheme it has."""
+        if cfg.get("alibi") is True or (isinstance(cfg.get("attn_config"), dict) and cfg["attn_config"].get("alibi")):
+            self.fail(f"this model ({model_type or 'no model_type'}) uses ALiBi (alibi = true), not RoPE: it has "
+                      "no rotary frequencies to analyse")
+        for key in ("position_embedding_type", "position_embeddings_type"):
+            value = cfg.get(key)
+            if value is not None and value != "rotary":
+                scheme = _POSITION_EMBEDDING_TYPES.get(value, f"{key} = {value!r}")
+                self.fail(f"this model ({model_type or 'no model_type'}) uses {scheme}, not RoPE; for a learned "
+                          "table use kind = \"learned\"")
+        if model_type in NO_ROPE_SCHEMES:
+            hint = ' use kind = "learned" with source = this model' if "learned" in NO_ROPE_SCHEMES[model_type] else ""
+            self.fail(f"model_type {model_type!r} uses {NO_ROPE_SCHEMES[model_type]}, not RoPE: it has no rotary "
+                      f"frequencies to analyse;{hint or ' nothing in poslab reads it yet'}")
+        if model_type in _table()["no_rope"] and model_type not in architectures():
+            self.fail(f"model_type {model_type!r} has no rotary embedding in transformers {_table()['transformers']}: "
+                      "its positions are not RoPE, so rotary has nothing to read")
+
+    def flat_dict_given(self, cfg: dict) -> bool:
+        found = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+        return isinstance(found, dict) and not any(isinstance(v, dict) or v is None for v in found.values())
+
+    def per_layer(self, layer_types):
+        self.fail(f"per-layer-type RoPE parameters ({', '.join(layer_types)}): this architecture has a different RoPE per layer "
+                  "type and poslab reads one; copy the one you want into a config of its own (rope_parameters "
+                  "with rope_type and rope_theta) or give its values inline")
+
+    def apply_aliases(self, cfg: dict, arch) -> dict:
+        aliases = (arch or {}).get("aliases", {})
+        out = dict(cfg)
+        for alias, std in aliases.items():
+            if alias in cfg:
+                if std in cfg and cfg[std] != cfg[alias]:
+                    self.fail(f"gives both {self.key(std)} = {cfg[std]!r} and its alias {self.key(alias)} = "
+                              f"{cfg[alias]!r}; keep one")
+                out[std] = cfg[alias]
+                self.sources.setdefault(f"@{std}", f"config: {self.key(alias)}")
+        return out
+
+    def src(self, name: str, std: str) -> str:
+        return self.sources.get(f"@{std}", f"config: {self.key(name)}")
+
+    def rope_dict(self, cfg: dict):
+        scaling, parameters = cfg.get("rope_scaling"), cfg.get("rope_parameters")
+        if scaling and parameters and scaling != parameters:
+            self.fail("has both rope_scaling and rope_parameters, and they differ; keep one "
+                      "(rope_parameters is the transformers 5 name of rope_scaling)")
+        found = scaling or parameters
+        name = self.key("rope_scaling" if scaling else "rope_parameters")
+        if found is None or found == {}:
+            return None, name
+        if not isinstance(found, dict):
+            self.fail(f"{name} must be a JSON object, got {found!r}")
+        nested = [k for k, v in found.items() if isinstance(v, dict) or v is None]
+        if nested:
+            self.per_layer(nested)
+        return dict(found), name
+
+    def rope_type(self, rope, name, default_rope, model_type) -> str:
+        if rope is not None:
+            rope_type = rope.get("rope_type", rope.get("type", "default"))
+            if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"]:
+                self.fail(f"{name} gives type = {rope['type']!r} and rope_type = {rope['rope_type']!r}; keep one")
+            key = "rope_type" if "rope_type" in rope else "type"
+            self.sources["rope_type"] = f"config: {name}.{key}" if key in rope else "transformers default"
+        else:
+            rope_type = default_rope.get("rope_type", "default")
+            self.sources["rope_type"] = (f"architecture default ({model_type})" if default_rope
+                                         else "transformers default")
+        if rope_type == "mrope":  # transformers' Qwen2-VL configs: the legacy name of default RoPE + mrope_section
+            self.rules.append("rope type 'mrope' (Qwen2-VL legacy) is default RoPE with mrope_section")
+            return "default"
+        if rope_type == "axial":
+            self.fail("rope_type 'axial': a 2-D RoPE over patch rows and columns (a vision tower); poslab analyses "
+                      "1-D positions (multi-axis RoPE is not supported yet)")
+        if rope_type not in ROPE_TYPES:
+            hint = " ('su' is the old name of 'longrope'; edit the config)" if rope_type == "su" else ""
+            self.fail(f"unknown rope type {rope_type!r}{hint}; valid: {', '.join(ROPE_TYPES)}")
+        return rope_type
+
+    def top_level(self, cfg, names, std, rope, arch, model_type):
+        """A top-level key feeding ``std``: (value, source) or None; refuses a key the architecture ignores."""
+        for key in names:
+            if key in cfg and cfg[key] is not None:
+                if arch is not None:
+                    honoured = arch.get("top_level", {}).get(key, [False, False])
+                    if not honoured[0 if rope is not None else 1]:
+                        reads = [k for k, v in arch.get("top_level", {}).items() if TOP_STD[k] == std and any(v)]
+                        self.fail(f"{self.key(key)} = {cfg[key]!r}: transformers' {model_type} ignores this key here"
+                                  + (f" (it reads {', '.join(reads)})" if reads else "")
+                                  + f"; write {std} inside rope_parameters, or remove it to analyse what "
+                                    "transformers computes")
+                return cfg[key], self.src(key, std)
+        return None
+
+    def rope_theta(self, cfg, rope, name, default_rope, arch, model_type) -> float:
+        if rope is not None and rope.get("rope_theta") is not None:
+            theta, source = rope["rope_theta"], f"config: {name}.rope_theta"
+        elif model_type == "dbrx" and isinstance(cfg.get("attn_config"), dict) \
+                and cfg["attn_config"].get("rope_theta") is not None:
+            theta, source = cfg["attn_config"]["rope_theta"], f"config: {self.key('attn_config.rope_theta')}"
+            self.rules.append("dbrx: rope_theta is read from attn_config, where the published DBRX config keeps it "
+                              "(transformers 5.24's DbrxConfig ignores it and uses 10000)")
+        elif (found := self.top_level(cfg, ("rope_theta", "rotary_emb_base"), "rope_theta", rope, arch,
+                                      model_type)) is not None:
+            theta, source = found
+        elif rope is None and default_rope.get("rope_theta") is not None:
+            theta, source = default_rope["rope_theta"], f"architecture default ({model_type})"
+        elif arch is not None and arch.get("default_theta") is not None:
+            theta, source = arch["default_theta"], f"architecture default ({model_type})"
+        else:
+            theta, source = 10000.0, "transformers default"
+        theta = self.number(theta, "rope_theta")
+        if not theta > 1:
+            self.fail(f"rope_theta must be > 1, got {theta!r}")
+        self.sources["rope_theta"] = source
+        return theta
+
+    def partial_rotary_factor(self, cfg, rope, name, default_rope, arch, model_type):
+        if rope is not None and rope.get("partial_rotary_factor") is not None:
+            prf, source = rope["partial_rotary_factor"], f"config: {name}.partial_rotary_factor"
+        elif (found := self.top_level(cfg, ("partial_rotary_factor", "rotary_pct"), "partial_rotary_factor", rope,
+                                      arch, model_type)) is not None:
+            prf, source = found
+        elif rope is None and default_rope.get("partial_rotary_factor") is not None:
+            prf, source = default_rope["partial_rotary_factor"], f"architecture default ({model_type})"
+        elif arch is not None and arch.get("partial_rotary_factor") is not None:
+            prf, source = arch["partial_rotary_factor"], f"architecture default ({model_type})"
+        else:
+            return None
+        if isinstance(prf, bool) or not isinstance(prf, numbers.Real) or not 0 < prf <= 1:
+            self.fail(f"partial_rotary_factor must be a number in (0, 1], got {prf!r} ({source})")
+        self.sources["partial_rotary_factor"] = source
+        return float(prf)
+
+    def size(self, cfg, name, arch, model_type):
+        """(value, source) of a size key: the config's (or its alias'), else the architecture's class default."""
+        if cfg.get(name) is not None:
+            return self.number(cfg[name], name, integer=True), self.src(name, name)
+        default = (arch or {}).get("fields", {}).get(name)
+        if default is not None:
+            return default, f"architecture default ({model_type})"
+        return None, None
+
+    def head_width(self, cfg, arch, model_type):
+        if cfg.get("rotary_dim") is not None or model_type in ("gptj", "codegen"):  # GPT-J / CodeGen
+            if cfg.get("rotary_dim") is None:
+                self.fail(f"{model_type} config without rotary_dim: transformers would build a rotary table as wide "
+                          "as the whole hidden_size, which no head uses; give rotary_dim")
+            rd = self.number(cfg["rotary_dim"], "rotary_dim", integer=True)
+            self.sources["rotary_dim"] = f"config: {self.key('rotary_dim')}"
+            return None, rd
+        mla, source = self.size(cfg, "qk_rope_head_dim", arch, model_type)
+        if mla is not None:  # DeepSeek-V2/V3 (MLA): only this part of each head is rotated
+            self.sources["head_dim"] = source if source.startswith("architecture") else \
+                f"config: {self.key('qk_rope_head_dim')}"
+            return mla, None
+        if cfg.get("head_dim") is not None:
+            self.sources["head_dim"] = self.src("head_dim", "head_dim")
+            return self.number(cfg["head_dim"], "head_dim", integer=True), None
+        if model_type == "zamba2":
+            hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
+            heads, ns = self.size(cfg, "num_attention_heads", arch, model_type)
+            self.rules.append(f"zamba2: {ARCHITECTURE_RULES['zamba2']}")
+            return self.derived(2 * hidden, heads, "2 * hidden_size", hs, ns), None
+        default = (arch or {}).get("fields", {}).get("head_dim")
+        if default is not None:
+            self.sources["head_dim"] = f"architecture default ({model_type})"
+            return default, None
+        hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
+        heads, ns = self.size(cfg, "num_attention_heads", arch, model_type)
+        if hidden is None or heads is None:
+            return None, None
+        return self.derived(hidden, heads, "hidden_size", hs, ns), None
+
+    def derived(self, hidden, heads, what, hs, ns) -> int:
+        head = hidden // heads
+        if head < 1:
+            self.fail(f"{what} // num_attention_heads = {hidden} // {heads} = 0: no head width")
+        self.sources["head_dim"] = f"{what} // num_attention_heads ({hs}; {ns})"
+        return head
+
+    def scaling(self, rope, name, model_type, head_dim, prf) -> dict:
+        """Every scaling key of the RoPE dict poslab understands; any other key is refused or a stated rule."""
+        out = {}
+        origin = f"config: {name}" if name else f"architecture default ({model_type})"
+        known_architecture = model_type in architectures()
+        for key, value in (rope or {}).items():
+            if key in ("rope_type", "type", "rope_theta", "partial_rotary_factor") or key in _MROPE:
+                continue
+            if key in _NO_EFFECT:
+                self.rules.append(f"{name or 'rope_parameters'}.{key} not read: {_NO_EFFECT[key]}")
+                continue
+            if key == "alpha" and known_architecture and ARCHITECTURE_RULES.get(model_type) != "alpha":
+                self.fail(f"{name}.alpha (NTK-alpha scaling) is read only by Hunyuan models in transformers; "
+                          f"transformers' {model_type} ignores it: remove it to analyse what transformers computes")
+            if key in ("short_mscale", "long_mscale") and known_architecture \
+                    and ARCHITECTURE_RULES.get(model_type) != "short_mscale/long_mscale":
+                self.fail(f"{name}.{key} is read only by PhiMoE in transformers; transformers' {model_type} "
+                          "ignores it: remove it to analyse what transformers computes")
+            if key not in SCALING_KEYS:
+                self.fail(f"{name} has a key poslab does not understand: {key!r} = {value!r}; known keys: rope_type, "
+                          f"rope_theta, {', '.join(SCALING_KEYS)}, mrope_section, mrope_interleaved")
+            if value is None:
+                continue
+            out[key] = tuple(value) if isinstance(value, list) else value
+            self.sources[key] = f"{origin}.{key}" if name else origin
+        self.mrope(rope or {}, name, head_dim, prf)
+        return out
+
+    def mrope(self, rope, name, head_dim, prf):
+        section = rope.get("mrope_section")
+        if section is None:
+            if rope.get("mrope_interleaved"):
+                self.fail(f"{name}.mrope_interleaved without mrope_section")
+            return
+        if not isinstance(section, list) or not section or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):
+            self.fail(f"{name}.mrope_section must be a list of non-negative integers, got {section!r}")
+        if head_dim is not None:
+            pairs = int(head_dim * (prf or 1.0)) // 2
+            if sum(section) != pairs:
+                self.fail(f"{name}.mrope_section {section} sums to {sum(section)}, but the head rotates {pairs} "
+                          "frequency pairs; they must be equal")
+        layout = "interleaved" if rope.get("mrope_interleaved") else "chunked"
+        self.rules.append(f"M-RoPE ({layout}, mrope_section {section}): analysed for text tokens, whose t, h and w "
+                          "positions are all the token position, so every pair rotates by it as in 1-D RoPE "
+                          "(the image / video axes are not analysed)")
+
+
+TOP_STD = {"rope_theta": "rope_theta", "rotary_emb_base": "rope_theta", "partial_rotary_factor": "partial_rotary_factor",
+           "rotary_pct": "partial_rotary_factor"}

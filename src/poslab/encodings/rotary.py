@@ -6,49 +6,47 @@ phase pair (cos mθ_i, sin mθ_i) for every pair i: the dot product of two such
 vectors is Σ_i cos((m − n)θ_i), the relative kernel RoPE induces, so its
 similarity profile is the sinusoidal closed form with the same base and width.
 
-Default frequencies come from :func:`rope_inv_freq`; the Hugging Face RoPE
-scaling types (:mod:`poslab.encodings.rope_scaling`) and model configs
-(:mod:`poslab.encodings.model_config`) are resolved in one place,
-:meth:`Rotary.rope_parameters`; the rest of this module only consumes ``inv_freq``.
+What a :class:`Rotary` encoding uses is resolved in one explicit, pure step,
+:meth:`Rotary.resolve`, which returns a frozen :class:`RopeResolution`
+(frequencies, attention scaling, widths, and where every value came from:
+inline, a config key, the architecture's default, transformers' default).
+Model configs are read by :func:`poslab.encodings.model_config.read_rope_config`
+and the Hugging Face scaling types computed by
+:mod:`poslab.encodings.rope_scaling`; the rest of this module only consumes
+``inv_freq``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal
+import functools
+import types
+from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .base import Encoding, ParameterError
-from .model_config import read_rope_config
+from .model_config import RopeConfig, read_rope_config
 from .registry import register
-from .rope_scaling import ROPE_TYPES, check_rope_scaling, dynamic_rope_theta, rope_attention_factor, rope_parameters
-from .rope_scaling import rope_scaling_keys
-
-__all__ = ["Rotary", "rope_inv_freq", "rope_angles", "apply_rotary", "rope_decay_bound"]
-
-# Scaling parameters (Hugging Face names) a Rotary takes inline or from a config.json.
-_SCALING = (
-    "factor", "original_max_position_embeddings", "max_position_embeddings", "low_freq_factor", "high_freq_factor",
-    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
+from .rope_scaling import (
+    LIST_KEYS,
+    ROPE_TYPES,
+    SCALING_KEYS,
+    check_rope_scaling,
+    dynamic_rope_theta,
+    ntk_alpha_rope_theta,
+    rope_attention_factor,
+    rope_inv_freq,
+    rope_parameters,
+    rope_scaling_keys,
 )
-_CONFIG_ONLY = ("short_factor", "long_factor")
 
+__all__ = ["Rotary", "RopeResolution", "rope_inv_freq", "rope_angles", "apply_rotary", "rope_decay_bound"]
 
-def rope_inv_freq(rotary_dim: int, rope_theta: float = 10000.0) -> np.ndarray:
-    """Inverse frequencies θ_i = rope_theta^(−2i/rotary_dim), i = 0 .. rotary_dim/2 − 1.
-
-    As ``inv_freq`` in Hugging Face transformers' ``_compute_default_rope_parameters``,
-    but in float64.
-
-    Returns
-    -------
-    ndarray of shape (rotary_dim // 2,), radians per position.
-    """
-    if rotary_dim < 2 or rotary_dim % 2:
-        raise ValueError(f"rotary_dim must be an even integer >= 2, got {rotary_dim}")
-    return rope_theta ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
+# Scaling parameters a Rotary takes inline: every Hugging Face scaling key but the per-pair lists
+# (config only) and partial_rotary_factor (a field of its own, it sets the rotated width).
+_INLINE = tuple(k for k in SCALING_KEYS if k not in LIST_KEYS and k != "partial_rotary_factor")
 
 
 def rope_angles(positions, inv_freq) -> np.ndarray:
@@ -153,6 +151,91 @@ def rope_decay_bound(inv_freq, distance, *, chunk: int = 2048) -> np.ndarray:
     return out
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class RopeResolution:
+    """Everything a :class:`Rotary` run uses, and where each value came from (see :meth:`Rotary.resolve`).
+
+    Attributes
+    ----------
+    rope_type : str
+        The Hugging Face rope type applied.
+    rope_theta : float
+        The base of the default frequencies (before dynamic / NTK-alpha scaling).
+    effective_rope_theta : float
+        The base the frequencies are computed from: ``rope_theta`` except for
+        ``dynamic`` (at the analysed length; with ``alpha``, NTK-alpha's static base).
+    head_dim : int
+        Width of the attention head the rotation acts on.
+    rotary_dim : int
+        Rotated width = columns of the table = 2 · len(inv_freq). For ``proportional``
+        the whole head: its un-rotated pairs have frequency 0.
+    inv_freq : ndarray of shape (rotary_dim // 2,), float64, read-only
+        Frequencies used, radians per position.
+    reference_inv_freq : ndarray of shape (rotary_dim // 2,), float64, read-only
+        Unscaled default frequencies rope_theta^(−2i/rotary_dim).
+    attention_scaling : float
+        Factor transformers multiplies cos and sin by.
+    n_positions : int or None
+        Analysed length the resolution is for (dynamic, longrope depend on it).
+    scaling : mapping
+        Scaling parameters passed to :func:`~poslab.encodings.rope_scaling.rope_parameters`.
+    sources : mapping
+        Value name -> ``inline``, ``config: KEY``, ``architecture default (MODEL_TYPE)``,
+        ``transformers default``, ``study dim``, or a derivation.
+    rules : tuple of str
+        Rules applied beyond reading a value (recorded in summary.csv as ``rope_rules``).
+    config : RopeConfig or None
+        The config.json reading, if any.
+    """
+
+    rope_type: str
+    rope_theta: float
+    effective_rope_theta: float
+    head_dim: int
+    rotary_dim: int
+    inv_freq: np.ndarray
+    reference_inv_freq: np.ndarray
+    attention_scaling: float
+    n_positions: int | None
+    scaling: Mapping[str, Any]
+    sources: Mapping[str, str]
+    rules: tuple[str, ...]
+    config: RopeConfig | None
+
+    def summary(self) -> dict[str, Any]:
+        """``summary.csv`` columns, see :func:`_summary`."""
+        values = {"rope_type": self.rope_type, "rope_theta": self.rope_theta, "head_dim": self.head_dim,
+                  "rotary_dim": self.rotary_dim, **self.scaling}
+        if self.config is not None and self.config.partial_rotary_factor is not None:
+            values.setdefault("partial_rotary_factor", self.config.partial_rotary_factor)
+        return _summary(self.rope_type, self.attention_scaling, self.n_positions, self.scaling, self.sources,
+                        self.rules, values)
+
+
+def _summary(rope_type, attention, n_positions, scaling, sources, rules, values) -> dict[str, Any]:
+    """``effective_rope_type``, ``attention_scaling``, ``rope_defaults`` (values nobody wrote, taken from the
+    architecture's or transformers' defaults: ``name=value (source)``, ``;``-separated),
+    ``rope_rules`` (``;``-separated); ``rope_length`` (dynamic, longrope) and ``rope_factors`` (longrope:
+    short | long)."""
+    defaults = {k: v for k, v in sources.items()
+                if v.startswith(("architecture default", "transformers default")) and values.get(k) is not None}
+    info = {"effective_rope_type": rope_type, "attention_scaling": attention,
+            "rope_defaults": "; ".join(f"{k}={_fmt_value(values.get(k))} ({v})" for k, v in defaults.items()) or None,
+            "rope_rules": "; ".join(rules) or None}
+    if rope_type in ("dynamic", "longrope") and n_positions is not None:
+        info["rope_length"] = int(n_positions)
+    if rope_type == "longrope":
+        long = n_positions is not None and n_positions > scaling["original_max_position_embeddings"]
+        info["rope_factors"] = "long" if long else "short"
+    return info
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return str(v)
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class Rotary(Encoding):
@@ -166,7 +249,7 @@ class Rotary(Encoding):
     ----------
     rope_theta : float or None
         Base of the default frequencies (10000 in RoFormer, 500000 in Llama 3), > 1.
-        None: the config's, else 10000.
+        None: the config's (or its architecture's default), else 10000.
     rotary_dim : int or None
         Number of rotated dims (even). None: the config's head_dim ×
         partial_rotary_factor, else the study's ``dim`` × partial_rotary_factor.
@@ -176,15 +259,16 @@ class Rotary(Encoding):
         Dim layout, see :func:`apply_rotary`. It permutes columns only, so
         it does not change the similarity between positions.
     config : str or None
-        A model's ``config.json`` or a folder holding one (see
-        :func:`poslab.encodings.model_config.read_rope_config`). In a study file
-        a relative path is resolved beside the study file.
-    rope_type : {"default", "linear", "dynamic", "yarn", "longrope", "llama3"} or None
+        A model's ``config.json`` or a folder holding one, read as transformers
+        reads it (see :func:`poslab.encodings.model_config.read_rope_config`). In
+        a study file a relative path is resolved beside the study file.
+    rope_type : {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"} or None
         Hugging Face RoPE type. None: the config's, else ``"default"``.
     partial_rotary_factor : float or None
         Fraction of the head that is rotated, in (0, 1]; the head is the config's
         head_dim or else the study's dim. Give it or ``rotary_dim``, not both.
-    factor, original_max_position_embeddings, max_position_embeddings, low_freq_factor, high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor, truncate
+        For ``proportional`` the fraction of pairs with a non-zero frequency.
+    factor, original_max_position_embeddings, max_position_embeddings, alpha, low_freq_factor, high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor, truncate, short_mscale, long_mscale
         Hugging Face scaling parameters, with transformers' meanings and defaults
         (see :func:`poslab.encodings.rope_scaling.rope_parameters`). None: the
         config's, else transformers' default. longrope's ``short_factor`` and
@@ -194,9 +278,10 @@ class Rotary(Encoding):
     -----
     Inline values override the config's, key by key, so one config can be
     analysed under several rope types or factors. A parameter the resolved rope
-    type does not use is an error when given inline and ignored when it comes
-    from the config. ``dynamic`` and ``longrope`` are evaluated at the analysed
-    length n_positions (transformers' ``seq_len`` = largest position + 1).
+    type does not use is an error when given inline, and recorded as not used
+    (``rope_rules``) when it comes from the config. ``dynamic`` and ``longrope``
+    are evaluated at the analysed length n_positions (transformers' ``seq_len`` =
+    largest position + 1).
     """
 
     kind = "rotary"
@@ -204,11 +289,11 @@ class Rotary(Encoding):
     path_params = ("config",)
     #: What an omitted (None) parameter means, as ``poslab encodings`` prints it.
     unset_defaults: ClassVar[dict[str, str]] = {
-        "rope_theta": "from config, else 10000",
+        "rope_theta": "from config, else 10000 (a config that omits it: its architecture's default)",
         "rotary_dim": "from config (head_dim x partial_rotary_factor), else the study's dim",
         "config": "none: every value inline",
         "rope_type": "from config, else 'default'",
-        "partial_rotary_factor": "from config, else 1",
+        "partial_rotary_factor": "from config, else 1 (a config that omits it: its architecture's default)",
         "beta_fast": "from config, else 32 (yarn)",
         "beta_slow": "from config, else 1 (yarn)",
         "truncate": "from config, else true (yarn)",
@@ -223,6 +308,7 @@ class Rotary(Encoding):
     factor: float | None = None
     original_max_position_embeddings: int | None = None
     max_position_embeddings: int | None = None
+    alpha: float | None = None
     low_freq_factor: float | None = None
     high_freq_factor: float | None = None
     beta_fast: float | None = None
@@ -231,6 +317,8 @@ class Rotary(Encoding):
     mscale_all_dim: float | None = None
     attention_factor: float | None = None
     truncate: bool | None = None
+    short_mscale: float | None = None
+    long_mscale: float | None = None
 
     def _check_params(self):
         if self.rope_theta is not None and not self.rope_theta > 1:
@@ -241,127 +329,252 @@ class Rotary(Encoding):
             raise ParameterError(f"rotary: partial_rotary_factor must be in (0, 1], got {self.partial_rotary_factor}")
         if self.rotary_dim is not None and self.partial_rotary_factor is not None:
             raise ParameterError("rotary: give rotary_dim or partial_rotary_factor, not both")
-        from_config = {}
-        if self.config is not None:
-            try:
-                from_config = read_rope_config(self.config)
-            except ValueError as exc:  # ModelConfigError: missing file, bad JSON, unknown rope type, ...
-                raise ParameterError(f"rotary: config: {exc}") from None
-        object.__setattr__(self, "_from_config", from_config)  # a cache of the file, not a parameter
-        rope_type = self.resolved_rope_type
-        used = rope_scaling_keys(rope_type)
-        unused = [k for k in _SCALING if getattr(self, k) is not None and k not in used]
-        if unused:
-            uses = ", ".join(used) or "no scaling parameters"
-            raise ParameterError(f"rotary: rope_type {rope_type!r} does not use {', '.join(unused)}; it uses: {uses}")
-        try:
-            check_rope_scaling(rope_type, **self._scaling())
-        except ValueError as exc:
-            where = f" (config {self.config} with the inline values)" if self.config is not None else ""
-            if rope_type == "longrope" and not all(k in self._from_config for k in _CONFIG_ONLY):
-                where += "; short_factor and long_factor are read from a model's config.json only: give config"
-            raise ParameterError(f"rotary: {exc}{where}") from None
+        _plan(self, self.read_config())  # reads and checks the config and the scaling parameters, stores nothing
 
     # ------------------------------------------------------------ resolution
+    def read_config(self) -> RopeConfig | None:
+        """The reading of ``config`` (memoised by file), None without one.
+
+        Raises
+        ------
+        ParameterError
+            Missing or unreadable config, or one poslab refuses (the message says why and what to write).
+        """
+        if self.config is None:
+            return None
+        try:
+            return read_rope_config(self.config)
+        except ValueError as exc:  # ModelConfigError: missing file, bad JSON, no RoPE, unknown key, ...
+            raise ParameterError(f"rotary: config: {exc}") from None
+
+    def resolve(self, dim: int, n_positions: int | None = None) -> RopeResolution:
+        """Everything this encoding uses in a study of width ``dim`` and length ``n_positions``.
+
+        A pure function of the parameters and the config file (memoised); the
+        one place where inline values, the config and defaults meet.
+
+        Parameters
+        ----------
+        dim : int
+            The study's width: the head width when neither the config nor
+            ``rotary_dim`` gives one.
+        n_positions : int, optional
+            Analysed length (positions 0 .. n_positions − 1): ``dynamic`` and
+            ``longrope`` depend on it. None: transformers' initial state.
+
+        Returns
+        -------
+        RopeResolution
+
+        Raises
+        ------
+        ValueError
+            A rotated width that is odd, zero or wider than the head, dynamic
+            scaling of a single pair, longrope factor lists of the wrong length.
+        """
+        return _resolve(self, self.read_config(), int(dim), None if n_positions is None else int(n_positions))
+
     @property
     def resolved_rope_type(self) -> str:
         """The rope type used: inline, else the config's, else ``"default"``."""
-        return self.rope_type or self._from_config.get("rope_type", "default")
+        return _plan(self, self.read_config()).rope_type
 
     @property
     def resolved_rope_theta(self) -> float:
-        """The base used: inline, else the config's, else 10000 (before dynamic scaling)."""
-        return self.rope_theta if self.rope_theta is not None else self._from_config.get("rope_theta", 10000.0)
-
-    def _scaling(self) -> dict:
-        """Scaling parameters the resolved rope type reads: inline values over the config's."""
-        used = rope_scaling_keys(self.resolved_rope_type)
-        out = {k: self._from_config[k] for k in used if k in self._from_config}
-        out.update({k: getattr(self, k) for k in used if k in _SCALING and getattr(self, k) is not None})
-        return out
-
-    def _head_dim(self, dim: int) -> int:
-        return self._from_config.get("head_dim", dim)
-
-    def resolved_rotary_dim(self, dim: int) -> int:
-        """The rotary dim used in a study of width ``dim``."""
-        if self.rotary_dim is not None:
-            return self.rotary_dim
-        if self.partial_rotary_factor is not None:
-            return int(self._head_dim(dim) * self.partial_rotary_factor)
-        return self._from_config.get("rotary_dim", dim)
+        """The base used: inline, else the config's (or its architecture's), else 10000 (before dynamic scaling)."""
+        return _plan(self, self.read_config()).rope_theta
 
     def rope_parameters(self, dim: int, n_positions: int | None = None) -> tuple[np.ndarray, float]:
-        """Frequencies and attention factor used in a study of width ``dim`` and length ``n_positions``.
+        """Frequencies and attention factor in a study of width ``dim`` and length ``n_positions``.
 
         Returns
         -------
         inv_freq : ndarray of shape (rotary_dim // 2,), float64, radians per position
         attention_factor : float
         """
-        return self._frequencies(self.resolved_rotary_dim(dim), n_positions)
+        r = self.resolve(dim, n_positions)
+        return r.inv_freq, r.attention_scaling
 
     def inv_freq(self, dim: int, n_positions: int | None = None) -> np.ndarray:
         """Inverse frequencies used in a study of width ``dim``, shape (rotary_dim // 2,)."""
-        return self.rope_parameters(dim, n_positions)[0]
-
-    def _frequencies(self, rotary_dim: int, n_positions: int | None):
-        return rope_parameters(self.resolved_rope_type, rotary_dim=rotary_dim, rope_theta=self.resolved_rope_theta,
-                               seq_len=n_positions, **self._scaling())
+        return self.resolve(dim, n_positions).inv_freq
 
     # ------------------------------------------------------------ hooks
     def _check_size(self, n_positions, dim):
-        rd = self.resolved_rotary_dim(dim)
-        head = self._head_dim(dim)
-        if rd % 2:
-            how = "the study dim" if head == dim and "head_dim" not in self._from_config else "head_dim"
-            raise ValueError(f"rotary: rotary_dim comes out as {rd} from {how}={head}, which is odd; "
-                             "set an even rotary_dim")
-        if rd > head:
-            which = "head_dim of the config" if "head_dim" in self._from_config else "study dim"
-            raise ValueError(f"rotary: rotary_dim={rd} exceeds the {which}={head}")
-        try:
-            self._frequencies(rd, n_positions)
-        except ValueError as exc:  # e.g. longrope factor lists of the wrong length
-            raise ValueError(f"rotary: {exc}") from None
+        self.resolve(dim, n_positions)
 
     def _generate(self, n_positions, dim, rng):
-        inv_freq, attention = self.rope_parameters(dim, n_positions)
-        angles = rope_angles(np.arange(n_positions), inv_freq)
-        return attention * _merge(np.cos(angles), np.sin(angles), self.pairing)
+        r = self.resolve(dim, n_positions)
+        angles = rope_angles(np.arange(n_positions), r.inv_freq)
+        return r.attention_scaling * _merge(np.cos(angles), np.sin(angles), self.pairing)
+
+    def _resolve_width(self, width: int, n_positions: int) -> RopeResolution:
+        # run_info / run_tables get the table, not the study dim: the resolution whose table has this width
+        return _resolve(self, self.read_config(), width, n_positions, width=width)
 
     def run_info(self, n_positions):
-        """``effective_rope_type``, ``attention_scaling``; for dynamic and longrope the
-        analysed length ``rope_length``; for longrope ``rope_factors`` (short | long)."""
-        rope_type = self.resolved_rope_type
-        info = {"effective_rope_type": rope_type,
-                "attention_scaling": rope_attention_factor(rope_type, **self._scaling())}
-        if rope_type in ("dynamic", "longrope"):
-            info["rope_length"] = int(n_positions)
-        if rope_type == "longrope":
-            original = check_rope_scaling(rope_type, **self._scaling())["original_max_position_embeddings"]
-            info["rope_factors"] = "long" if n_positions > original else "short"
-        return info
+        """``summary.csv`` columns of a run (see :meth:`RopeResolution.summary`); they do not depend on the width."""
+        plan = _plan(self, self.read_config())
+        values = {"rope_type": plan.rope_type, "rope_theta": plan.rope_theta, **plan.scaling}
+        if plan.config is not None:
+            values.update(head_dim=plan.config.head_dim, partial_rotary_factor=plan.config.partial_rotary_factor)
+        attention = rope_attention_factor(plan.rope_type, seq_len=n_positions, **plan.scaling)
+        return _summary(plan.rope_type, attention, n_positions, plan.scaling, plan.sources,
+                        plan.rules + tuple(_length_rules(plan, n_positions)), values)
 
     def run_tables(self, table, n_positions):
         """``inv_freq`` (one row per frequency pair) and ``rope_decay`` (RoFormer's bound per distance)."""
-        rotary_dim = table.shape[1]
-        inv_freq, attention = self._frequencies(rotary_dim, n_positions)
-        theta = self.resolved_rope_theta
-        reference = rope_inv_freq(rotary_dim, theta)
-        if self.resolved_rope_type == "dynamic":
-            scaling = self._scaling()
-            theta = dynamic_rope_theta(theta, rotary_dim, scaling["factor"], scaling["max_position_embeddings"],
-                                       n_positions)
+        r = self._resolve_width(table.shape[1], n_positions)
+        with np.errstate(divide="ignore", invalid="ignore"):  # proportional: zero-frequency pairs
+            wavelength = np.where(r.inv_freq > 0, 2 * np.pi / r.inv_freq, np.inf)
+            scale = np.where(r.inv_freq > 0, r.reference_inv_freq / r.inv_freq, np.inf)
         freqs = pd.DataFrame({
-            "pair": np.arange(rotary_dim // 2),
-            "inv_freq": inv_freq,
-            "reference_inv_freq": reference,
-            "wavelength": 2 * np.pi / inv_freq,
-            "scale_factor": reference / inv_freq,
-            "effective_rope_theta": theta,
-            "attention_scaling": attention,
+            "pair": np.arange(r.rotary_dim // 2),
+            "inv_freq": r.inv_freq,
+            "reference_inv_freq": r.reference_inv_freq,
+            "wavelength": wavelength,
+            "scale_factor": scale,
+            "effective_rope_theta": r.effective_rope_theta,
+            "attention_scaling": r.attention_scaling,
         })
         distance = np.arange(n_positions)
-        decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(inv_freq, distance)})
+        decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(r.inv_freq, distance)})
         return {"inv_freq": freqs, "rope_decay": decay}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Plan:
+    """The dim-free part of a resolution: rope type, base, scaling parameters, with sources and rules."""
+
+    config: RopeConfig | None
+    rope_type: str
+    rope_theta: float
+    partial_rotary_factor: float | None
+    scaling: dict
+    sources: dict
+    rules: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(enc: Rotary, cfg: RopeConfig | None) -> _Plan:
+    """Inline values over the config's, key by key; checks the scaling parameters (ParameterError)."""
+    sources = dict(cfg.sources) if cfg is not None else {}
+    rules = list(cfg.rules) if cfg is not None else []
+
+    def pick(name, inline, configured, default):
+        if inline is not None:
+            sources[name] = "inline"
+            return inline
+        if configured is not None:
+            return configured
+        sources[name] = "transformers default"
+        return default
+
+    rope_type = pick("rope_type", enc.rope_type, cfg.rope_type if cfg else None, "default")
+    theta = pick("rope_theta", enc.rope_theta, cfg.rope_theta if cfg else None, 10000.0)
+    prf = enc.partial_rotary_factor
+    if prf is not None:
+        sources["partial_rotary_factor"] = "inline"
+    elif cfg is not None:
+        prf = cfg.partial_rotary_factor
+    used = rope_scaling_keys(rope_type)
+    unused = [k for k in _INLINE if getattr(enc, k) is not None and k not in used]
+    if unused:
+        uses = ", ".join(k for k in used if k != "partial_rotary_factor") or "no scaling parameters"
+        raise ParameterError(f"rotary: rope_type {rope_type!r} does not use {', '.join(unused)}; it uses: {uses}")
+    configured = dict(cfg.scaling) if cfg is not None else {}
+    if cfg is not None:
+        if cfg.max_position_embeddings is not None:
+            configured["max_position_embeddings"] = cfg.max_position_embeddings
+        if cfg.original_max_position_embeddings is not None:
+            configured["original_max_position_embeddings"] = cfg.original_max_position_embeddings
+    scaling = {}
+    for key in used:
+        if key == "partial_rotary_factor":  # proportional: the fraction of pairs that rotate
+            if prf is not None:
+                scaling[key] = prf
+            continue
+        inline = getattr(enc, key) if key in _INLINE else None
+        if inline is not None:
+            scaling[key], sources[key] = inline, "inline"
+        elif configured.get(key) is not None:
+            scaling[key] = configured[key]
+    ignored = [k for k in (cfg.scaling if cfg is not None else {}) if k not in used]
+    if ignored:
+        rules.append(f"config keys {', '.join(ignored)} not used by rope_type {rope_type!r} (transformers ignores "
+                     "them too)")
+    if rope_type == "dynamic" and "alpha" in scaling:
+        if "factor" in scaling:
+            rules.append("dynamic with alpha: NTK-alpha (Hunyuan), rope_theta·alpha^(d/(d−2)) at every length; "
+                         "factor not used")
+        scaling.pop("factor", None)
+        scaling.pop("max_position_embeddings", None)
+    try:
+        check_rope_scaling(rope_type, **scaling)
+    except ValueError as exc:
+        where = f" (config {enc.config} with the inline values)" if enc.config is not None else ""
+        if rope_type == "longrope" and not all(k in configured for k in LIST_KEYS):
+            where += "; short_factor and long_factor are read from a model's config.json only: give config"
+        raise ParameterError(f"rotary: {exc}{where}") from None
+    return _Plan(cfg, rope_type, float(theta), prf, scaling, sources, tuple(rules))
+
+
+def _length_rules(plan: _Plan, n_positions: int | None) -> list[str]:
+    cfg = plan.config
+    if plan.rope_type == "longrope" and cfg is not None and cfg.model_type == "phimoe" and n_positions is not None \
+            and n_positions > plan.scaling["original_max_position_embeddings"]:
+        return ["phimoe beyond original_max_position_embeddings: long_factor frequencies (the LongRoPE rule; "
+                "transformers 5.24's PhimoeRotaryEmbedding keeps the short_factor ones) and long_mscale"]
+    return []
+
+
+@functools.lru_cache(maxsize=512)
+def _resolve(enc: Rotary, cfg: RopeConfig | None, dim: int, n_positions: int | None,
+             width: int | None = None) -> RopeResolution:
+    plan = _plan(enc, cfg)
+    sources, rules = dict(plan.sources), list(plan.rules)
+    if cfg is not None and cfg.head_dim is not None:
+        head, head_from = cfg.head_dim, "head_dim of the config"
+    else:
+        head, head_from = dim, "study dim"
+        if width is None:
+            sources.setdefault("head_dim", "study dim")
+    prf = plan.partial_rotary_factor
+    if width is not None:
+        rotary_dim = width
+    elif enc.rotary_dim is not None:
+        rotary_dim = enc.rotary_dim
+        sources["rotary_dim"] = "inline"
+    elif plan.rope_type == "proportional":
+        rotary_dim = head  # the un-rotated pairs are part of the table, with frequency 0
+    elif enc.partial_rotary_factor is None and cfg is not None and cfg.rotary_dim is not None:
+        rotary_dim = cfg.rotary_dim
+        head = max(head, rotary_dim) if head_from == "study dim" else head
+    else:
+        rotary_dim = int(head * (prf if prf is not None else 1.0))
+    if rotary_dim < 2 or rotary_dim % 2:
+        how = f"{head_from}={head}" + (f" x partial_rotary_factor={prf}" if prf is not None else "")
+        what = "odd" if rotary_dim % 2 else "< 2"
+        raise ValueError(f"rotary: rotary_dim comes out as {rotary_dim} from {how}, which is {what}; "
+                         "set an even rotary_dim >= 2")
+    if rotary_dim > head and width is None:
+        raise ValueError(f"rotary: rotary_dim={rotary_dim} exceeds the {head_from}={head}")
+    try:
+        inv_freq, attention = rope_parameters(plan.rope_type, rotary_dim=rotary_dim, rope_theta=plan.rope_theta,
+                                              seq_len=n_positions, **plan.scaling)
+    except ValueError as exc:  # longrope factor lists of the wrong length, dynamic on one pair, ...
+        raise ValueError(f"rotary: {exc}") from None
+    effective = plan.rope_theta
+    if plan.rope_type == "dynamic":
+        s = plan.scaling
+        effective = ntk_alpha_rope_theta(plan.rope_theta, rotary_dim, s["alpha"]) if "alpha" in s else \
+            dynamic_rope_theta(plan.rope_theta, rotary_dim, s["factor"], s["max_position_embeddings"], n_positions)
+    rules += _length_rules(plan, n_positions)
+    reference = rope_inv_freq(rotary_dim, plan.rope_theta)
+    inv_freq.setflags(write=False)
+    reference.setflags(write=False)
+    return RopeResolution(
+        rope_type=plan.rope_type, rope_theta=plan.rope_theta, effective_rope_theta=float(effective), head_dim=head,
+        rotary_dim=rotary_dim, inv_freq=inv_freq, reference_inv_freq=reference, attention_scaling=float(attention),
+        n_positions=n_positions, scaling=types.MappingProxyType(dict(plan.scaling)),
+        sources=types.MappingProxyType(sources), rules=tuple(rules), config=cfg)
