@@ -12,11 +12,21 @@ Executors
 ``serial``
     One run after the other in this process.
 ``processes`` (default)
-    A local :class:`concurrent.futures.ProcessPoolExecutor` with ``jobs``
-    workers (default: the CPUs this process may use). Workers are forked on
-    Linux, so encodings defined or registered at run time (in a script or a
-    notebook) are available to them; elsewhere they are spawned and such
-    encodings must be importable.
+    ``jobs`` local worker processes under a small supervisor of poslab's own
+    (default: the CPUs this process may use). It knows which run each worker
+    holds, so a worker that dies (out of memory, ``kill -9``, a crash in
+    native code) costs exactly that run, which becomes a :class:`WorkerLost`
+    error (a ``failed`` row); a new worker takes its place and the other runs
+    finish. Results travel over one pipe per worker that the main process
+    drains as they arrive, so a large result never blocks. Workers exit when
+    the main process dies, even by SIGKILL (each watches its parent), and
+    are terminated when it stops early (an error, Ctrl-C, SIGTERM).
+    :class:`concurrent.futures.ProcessPoolExecutor` (and loky) instead mark
+    every pending run as failed once one worker dies, and the standard pool
+    could hang in its shutdown. Workers are forked on Linux, so encodings
+    defined or registered at run time (in a script or a notebook) are
+    available to them; elsewhere they are spawned and such encodings must be
+    importable.
 ``dask``
     A Dask cluster through :class:`dask.distributed.Client`: the scheduler at
     ``scheduler`` (e.g. ``tcp://10.0.0.5:8786``), or a
@@ -28,18 +38,26 @@ Executors
 
 from __future__ import annotations
 
-import concurrent.futures
+import collections
 import dataclasses
 import multiprocessing
+import multiprocessing.connection
 import os
+import pickle
+import signal
 import sys
+import threading
+import time
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["EXECUTORS", "Outcome", "map_unordered", "default_jobs"]
+__all__ = ["EXECUTORS", "Outcome", "WorkerLost", "map_unordered", "default_jobs"]
 
 #: Names accepted by ``run_study(executor=...)`` and ``poslab run --executor``.
 EXECUTORS = ("serial", "processes", "dask")
+
+#: How often a worker checks that the process that started it is still alive (seconds).
+_PARENT_POLL_SECONDS = 0.2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,19 +155,158 @@ def map_unordered(func: Callable, items: Sequence, *, executor: str = "processes
         yield from _map_processes(func, items, jobs)
 
 
-def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(items)),
-                                                  mp_context=multiprocessing.get_context(method))
+class WorkerLost(RuntimeError):
+    """The worker process running a call died before returning (killed, out of memory, crashed)."""
+
+
+def _describe_exit(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the out-of-memory killer, or kill -9)" if -exitcode == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {exitcode}"
+
+
+def _encode(outcome: Outcome) -> bytes:
+    """Pickle an outcome for the trip to the parent; an error or value that cannot make it becomes a plain error."""
+    if outcome.error is not None:
+        try:
+            pickle.loads(pickle.dumps(outcome.error))  # custom exceptions may pickle but not unpickle
+        except Exception:
+            outcome = dataclasses.replace(outcome, error=RuntimeError(f"{type(outcome.error).__name__}: {outcome.error}"))
     try:
-        futures = {pool.submit(_record, func, item): index for index, item in enumerate(items)}
-        for future in concurrent.futures.as_completed(futures):
+        return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        return pickle.dumps(Outcome(error=RuntimeError(f"the result could not be sent to the main process: "
+                                                       f"{type(exc).__name__}: {exc}"), warnings=outcome.warnings))
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit this worker as soon as the process that started it is gone (it was killed, even by SIGKILL)."""
+    while os.getppid() == parent_pid:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+def _worker(conn, func, parent_pid: int, inherited) -> None:
+    """One worker: receive ``(index, item)``, send back the encoded Outcome; stop on None or a closed pipe."""
+    for other in inherited:  # the main process's ends of the other workers' pipes: not ours to hold open
+        other.close()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the CLI's handler is inherited on fork: TERM must kill
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="poslab-parent-watch").start()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send_bytes(_encode(_record(func, task)))
+
+
+@dataclasses.dataclass
+class _Slot:
+    process: Any
+    conn: Any
+    index: int | None = None  # the item it is running
+
+
+def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
+    """A small supervisor over :mod:`multiprocessing`: it knows which item each worker holds.
+
+    Results come back over one pipe per worker which this process drains as
+    soon as they are ready, so a large result never blocks a worker. A worker
+    that dies is noticed through its process sentinel: its item gets a
+    :class:`WorkerLost` error, a new worker takes its place, and the other
+    items go on. Workers exit when this process dies (they watch their parent)
+    and are terminated when the iteration ends early (an error, Ctrl-C).
+    """
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    pending = collections.deque(enumerate(items))
+    slots: list[_Slot] = []
+    n_workers = min(jobs, len(items))
+
+    def start() -> _Slot:
+        mine, theirs = ctx.Pipe(duplex=True)
+        inherited = [s.conn for s in slots] if ctx.get_start_method() == "fork" else []
+        process = ctx.Process(target=_worker, args=(theirs, func, os.getpid(), inherited), daemon=True,
+                              name="poslab-worker")
+        process.start()
+        theirs.close()
+        slot = _Slot(process, mine)
+        slots.append(slot)
+        return slot
+
+    def assign(slot: _Slot) -> None:
+        if pending:
+            slot.index, item = pending.popleft()
             try:
-                yield futures[future], future.result()
-            except Exception as exc:  # the call raised, or its worker died (BrokenProcessPool)
-                yield futures[future], Outcome(error=exc)
+                slot.conn.send(item)
+            except (OSError, ValueError):  # the worker died before taking it: noticed by its sentinel
+                pass
+        else:
+            slot.index = None
+
+    def retire(slot: _Slot) -> None:
+        slots.remove(slot)
+        slot.conn.close()
+        slot.process.join(timeout=5)
+
+    try:
+        for _ in range(n_workers):
+            assign(start())
+        while any(s.index is not None for s in slots):
+            busy = [s for s in slots if s.index is not None]
+            ready = set(multiprocessing.connection.wait([s.conn for s in busy] + [s.process.sentinel for s in busy]))
+            for slot in busy:
+                outcome = None
+                if slot.conn in ready or (slot.process.sentinel in ready and slot.conn.poll()):
+                    try:
+                        data = slot.conn.recv_bytes()
+                    except (EOFError, OSError):
+                        data = None  # died while sending: lost like any other death
+                    if data is not None:
+                        try:
+                            outcome = pickle.loads(data)
+                        except Exception as exc:
+                            outcome = Outcome(error=RuntimeError(f"the result of this run could not be read back: "
+                                                                 f"{type(exc).__name__}: {exc}"))
+                elif slot.process.sentinel not in ready:
+                    continue
+                index = slot.index
+                if outcome is None:  # the worker is gone and its result with it
+                    slot.process.join(timeout=5)
+                    outcome = Outcome(error=WorkerLost(
+                        f"the worker process (pid {slot.process.pid}) running this run "
+                        f"{_describe_exit(slot.process.exitcode)}; the other runs went on. Run it again, "
+                        "with fewer --jobs if memory is short"))
+                    retire(slot)
+                    if pending:
+                        assign(start())
+                else:
+                    assign(slot)
+                yield index, outcome
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for slot in list(slots):
+            if slot.index is None and slot.process.is_alive():
+                try:
+                    slot.conn.send(None)
+                except (OSError, ValueError):
+                    pass
+            else:
+                slot.process.terminate()
+        for slot in list(slots):
+            slot.process.join(timeout=2)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=2)
+            slot.conn.close()
 
 
 def _map_dask(func, items, jobs, scheduler) -> Iterator[tuple[int, Outcome]]:
@@ -168,6 +325,9 @@ def _map_dask(func, items, jobs, scheduler) -> Iterator[tuple[int, Outcome]]:
         else:
             try:
                 client = Client(scheduler, timeout="10s")
+            except (ValueError, TypeError) as exc:  # not an address at all
+                raise OSError(f"--scheduler {scheduler!r} is not a Dask scheduler address ({exc}); write one like "
+                              "tcp://10.0.0.5:8786, or omit --scheduler for a local cluster") from None
             except OSError as exc:
                 raise OSError(f"cannot reach the Dask scheduler at {scheduler}: {exc}. Start one with "
                               "`dask scheduler` and workers with `dask worker ADDRESS`, or omit --scheduler "
