@@ -84,7 +84,7 @@ def test_snapshot_steps():
 def test_cli_says_how_to_install_torch_when_it_is_missing(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     result = CliRunner().invoke(main, ["train", "--out", str(tmp_path / "run"), "--steps", "2"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a missing extra is a usage error, refused before any work
     assert "pip install 'poslab[train]'" in result.output
     assert not (tmp_path / "run").exists()
 

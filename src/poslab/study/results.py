@@ -12,19 +12,19 @@ import importlib.metadata
 import json
 import os
 import platform
-import shutil
 import sys
-import tempfile
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from .. import __version__
+from .._atomic import AtomicFolder, check_can_create
 from ..plots import STUDY_FIGURES, save_figure
 from .runner import TABLES, StudyResult
 
-__all__ = ["ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
+__all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
 
 _TEXT_COLUMNS = ("message", "selected_model", "excluded_positions")
 _KEYS = ("study", "label", "kind", "seed")
@@ -34,6 +34,16 @@ _REQUIRED_COLUMNS = {
     "decay_metrics": (*_KEYS, "model", "status", "decay_length", "selected"),
     "bands": (*_KEYS, "threshold", "width"),
     "heatmaps": (*_KEYS, "row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
+}
+#: Columns that must hold numbers (an edited CSV with text there is refused with the row named).
+_NUMERIC_COLUMNS = {
+    "summary": ("n_positions", "max_distance", "decay_length", "decay_length_ci_low", "decay_length_ci_high"),
+    "profiles": ("distance", "mean_similarity", "std_similarity", "n_pairs", "fitted_similarity",
+                 "mean_similarity_ci_low", "mean_similarity_ci_high"),
+    "decay_metrics": ("decay_length",),
+    "bands": ("threshold", "width"),
+    "heatmaps": ("row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
+    "comparison": ("decay_length", "decay_length_ci_low", "decay_length_ci_high", "fit_se", "max_distance"),
 }
 FIGURES = tuple(STUDY_FIGURES)
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
@@ -50,13 +60,20 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
     (a poslab ``manifest.json`` and nothing but poslab's files) is replaced, never the working folder or
     one of its parents.
 
+    Also checks that the folder can be written there: its parents are
+    created and a temporary folder is tried beside it, so a read-only
+    location, a file in the path or a dangling symbolic link is refused before
+    the analysis, with a message naming ``out``.
+
     Raises
     ------
     ResultsExistError
+    OSError
+        ``out`` cannot be created or replaced there (the message names it and the reason).
     """
     out = Path(os.path.abspath(out))  # normalise "new/../old": it must name what will be replaced
     if not out.exists():
-        return out
+        return check_can_create(out, what="results folder")
     if not overwrite:
         if out.is_dir() and any(out.iterdir()) and not _is_results_folder(out):
             raise ResultsExistError(f"{out} exists and is not a poslab results folder (it holds other files); "
@@ -71,7 +88,7 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
             f"{out} is not empty and is not a poslab results folder (it holds files poslab does not write, "
             "or no poslab manifest.json); --overwrite only replaces poslab results. Choose another --out"
         )
-    return out
+    return check_can_create(out, what="results folder")
 
 
 def _is_results_folder(folder: Path) -> bool:
@@ -98,8 +115,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def manifest(result: StudyResult, written_figures: list[str] | None = None) -> dict:
-    """What ``manifest.json`` records: study file, versions, platform, seeds, timings."""
+def manifest(result: StudyResult, written_figures: list[str] | None = None,
+             failed_figures: dict[str, str] | None = None) -> dict:
+    """What ``manifest.json`` records: study file, versions, platform, seeds, timings, figures (and failed ones)."""
     spec = result.spec
     return {
         "study": spec.name,
@@ -120,21 +138,45 @@ def manifest(result: StudyResult, written_figures: list[str] | None = None) -> d
         "timings_seconds": result.timings,
         "tables": [f"{t}.csv" for t in result.tables()],
         "figures": written_figures or [],
+        "failed_figures": failed_figures or {},
     }
 
 
-def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None) -> list[Path]:
+class FigureFailedWarning(UserWarning):
+    """A figure could not be drawn; the tables it would show are written all the same."""
+
+
+def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
+                  failed: dict[str, str] | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
+
+    Each figure is drawn on its own: one that raises is skipped with a
+    :class:`FigureFailedWarning` naming it (and recorded in ``failed``,
+    file name -> message), the others are still drawn. Each file is written
+    under a temporary name and renamed, so a failure never leaves half a PNG.
 
     Returns the written paths: none when no run succeeded (nothing to draw).
     """
     folder = Path(folder)
     written = []
     for filename, draw in STUDY_FIGURES.items():
-        fig = draw(tables, title)
-        if fig is not None:
-            save_figure(fig, folder / filename)
-            written.append(folder / filename)
+        path = folder / filename
+        tmp = folder / f".poslab-tmp-{filename}"  # keeps the suffix, which picks the format
+        try:
+            fig = draw(tables, title)
+            if fig is None:
+                continue
+            save_figure(fig, tmp)
+            os.replace(tmp, path)
+        except Exception as exc:  # a figure never costs the tables, nor the other figures
+            tmp.unlink(missing_ok=True)
+            message = f"{type(exc).__name__}: {exc}"
+            if failed is not None:
+                failed[filename] = message
+            warnings.warn(f"figure {filename} could not be drawn ({message}); the tables are written. "
+                          "Redraw it with `poslab plot` once fixed", FigureFailedWarning, stacklevel=2)
+            continue
+        written.append(path)
     return written
 
 
@@ -171,39 +213,55 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
         results folder (see :func:`check_writable`). Nothing is written.
     """
     out = check_writable(out, overwrite=overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results are meant to be shared
-    try:
-        tables = result.tables()
-        for name, frame in tables.items():
-            frame.to_csv(tmp / f"{name}.csv", index=False)
-        figures = write_figures(tables, tmp, title=figure_title(tables["summary"]))
-        meta = manifest(result, [p.name for p in figures])
-        (tmp / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        check_writable(out, overwrite=overwrite)  # again: the folder may have appeared meanwhile
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            try:
-                os.replace(out, old / out.name)
-                try:
-                    os.replace(tmp, out)
-                except BaseException:
-                    os.replace(old / out.name, out)  # put the previous result back
-                    raise
-            finally:
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            try:
-                os.rename(tmp, out)  # fails if a non-empty folder appeared since the check
-            except OSError as exc:
-                raise ResultsExistError(f"results folder {out} appeared while writing; nothing was replaced") from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    tables = result.tables()
+    with AtomicFolder(out, what="results folder") as folder:
+        for name, frame in tables.items():  # the tables first: a figure can never cost them
+            frame.to_csv(folder.path / f"{name}.csv", index=False)
+        failed: dict[str, str] = {}
+        figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed)
+        meta = manifest(result, [p.name for p in figures], failed)
+        (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        # again just before the swap: the folder may have appeared meanwhile
+        folder.commit(check=lambda: check_writable(out, overwrite=overwrite))
     return out
+
+
+def read_manifest(folder) -> dict:
+    """The ``manifest.json`` of a results folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        No manifest.json: not a poslab results folder.
+    ValueError
+        It is not valid JSON, or not a poslab manifest (the message says what to do).
+    """
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason}); run the study again to rewrite it") from None
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); it was edited or truncated: run the study again "
+                         "to rewrite it") from None
+    if not isinstance(meta, dict) or not {"study", "tables"} <= set(meta):
+        raise ValueError(f"{path} is not a poslab manifest (no study / tables entries); run the study again")
+    return meta
+
+
+def record_figures(folder, figures: list[str], failed: dict[str, str]) -> None:
+    """Rewrite the ``figures`` and ``failed_figures`` entries of a results folder's manifest.json atomically."""
+    path = Path(folder) / "manifest.json"
+    meta = read_manifest(folder)
+    meta["figures"], meta["failed_figures"] = list(figures), dict(failed)
+    tmp = path.with_name(".poslab-tmp-manifest.json")
+    try:
+        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_results(folder) -> dict[str, pd.DataFrame]:
@@ -219,18 +277,14 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
     FileNotFoundError
         ``folder`` is not a poslab results folder.
     ValueError
-        A table cannot be parsed or lacks its key columns.
+        manifest.json is broken, or a table cannot be parsed, lacks its key
+        columns or holds text where numbers belong.
     """
     folder = Path(folder)
-    if not (folder / "manifest.json").is_file():
-        raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json)")
+    listed = read_manifest(folder).get("tables") or []
     missing = [f"{name}.csv" for name in TABLES if not (folder / f"{name}.csv").is_file()]
     if missing:
         raise FileNotFoundError(f"results folder {folder} lacks {', '.join(missing)}; run the study again")
-    try:
-        listed = json.loads((folder / "manifest.json").read_text()).get("tables") or []
-    except (OSError, ValueError, AttributeError):
-        listed = []
     extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES
              and (folder / Path(n).name).is_file()]
     out = {}
@@ -243,6 +297,12 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         lacking = [c for c in _REQUIRED_COLUMNS.get(name, _KEYS) if c not in frame.columns]
         if lacking and len(frame):  # a study whose runs all failed has empty tables
             raise ValueError(f"{path} lacks column(s) {', '.join(lacking)}; it is not a poslab table. Run the study again")
+        for col in _NUMERIC_COLUMNS.get(name, ()):
+            if col in frame.columns and len(frame) and not pd.api.types.is_numeric_dtype(frame[col]):
+                values = pd.to_numeric(frame[col], errors="coerce")
+                bad = frame[col][values.isna() & frame[col].notna()]
+                raise ValueError(f"{path}: column {col} must hold numbers, but row {bad.index[0] + 2} holds "
+                                 f"{bad.iloc[0]!r}; the table was edited. Run the study again to rewrite it")
         for col in frame.columns:
             if col == "seed" or (name == "bands" and col == "width") or (
                 name == "summary" and (col == "table_dim" or col.startswith("band_width_"))

@@ -9,10 +9,12 @@ A run folder ``RUN_DIR`` holds
   optimizer steps (step 0 is the initialisation), float32 of shape
   (context_length, d_model).
 
-Everything is written into a hidden temporary sibling ``.RUN_DIR.tmp-*``
-which is renamed to ``RUN_DIR`` only after the last snapshot and the JSON
-are on disk, so an error or Ctrl-C never leaves a half-written run folder
-(and the partial work is deleted). ``poslab.encodings.learned`` reads the
+Everything is written into a hidden temporary sibling
+``.RUN_DIR.poslab-tmp-*`` which is renamed to ``RUN_DIR`` only after the last
+snapshot and the JSON are on disk, so an error or Ctrl-C never leaves a
+half-written run folder (and the partial work is deleted); after a ``kill -9``
+the next poslab write into the same parent folder removes it
+(:mod:`poslab._atomic`, shared with the results writer). ``poslab.encodings.learned`` reads the
 folder (``source = "RUN_DIR"``, ``step = N``).
 """
 
@@ -20,12 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import AtomicFolder, check_can_create
 from ..checkpoints.runs import RUN_FILE, RUN_FORMAT, RUN_VERSION, snapshot_path  # the contract, defined beside its reader
 
 __all__ = ["RUN_FILE", "RUN_FORMAT", "RUN_VERSION", "RunExistsError", "RunWriter", "check_run_writable", "snapshot_path"]
@@ -59,12 +60,12 @@ def check_run_writable(out, *, overwrite: bool = False) -> Path:
     Raises
     ------
     RunExistsError
+    OSError
+        The folder cannot be created there (read-only, a dangling symbolic link, ...).
     """
     out = Path(os.path.abspath(Path(out).expanduser()))
-    if not out.exists():
-        if not out.parent.is_dir():
-            raise RunExistsError(f"cannot write run folder {out}: its parent folder {out.parent} does not exist")
-        return out
+    if not os.path.lexists(out):
+        return check_can_create(out, what="run folder")  # parents are created, as `poslab run --out` does
     if not overwrite:
         raise RunExistsError(f"run folder {out} exists; pass --overwrite to replace it or choose another --out")
     if not out.is_dir():
@@ -77,15 +78,6 @@ def check_run_writable(out, *, overwrite: bool = False) -> Path:
             "--overwrite only replaces poslab training runs. Choose another --out"
         )
     return out
-
-
-def _save_atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class RunWriter:
@@ -112,13 +104,12 @@ class RunWriter:
         self.overwrite = overwrite
         self.steps: list[int] = []
         self.shape: tuple[int, int] | None = None
+        self._folder: AtomicFolder | None = None
         self._tmp: Path | None = None
 
     def __enter__(self) -> RunWriter:
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        self._tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a run folder is an ordinary folder
+        self._folder = AtomicFolder(self.out, what="run folder").__enter__()
+        self._tmp = self._folder.path
         (self._tmp / "positions").mkdir()
         return self
 
@@ -140,13 +131,8 @@ class RunWriter:
             raise ValueError(f"snapshot steps must increase; got {step} after {self.steps[-1]}")
         if not np.all(np.isfinite(table)):
             raise ValueError(f"training diverged: the position table at step {step} is not finite; lower the learning rate")
-        data = table.astype(np.float32, copy=False)
-
-        def write(tmp):
-            with open(tmp, "wb") as file:
-                np.save(file, data)
-
-        _save_atomic(snapshot_path(self._tmp, step), write)
+        with open(snapshot_path(self._tmp, step), "wb") as file:  # inside the temporary folder: atomic with it
+            np.save(file, table.astype(np.float32, copy=False))
         self.steps.append(step)
         self.shape = table.shape
         return snapshot_path(self.out, step)
@@ -158,20 +144,15 @@ class RunWriter:
             raise ValueError(f"run metadata may not set {', '.join(sorted(reserved))}: the writer records them")
         meta = {"format": RUN_FORMAT, "version": RUN_VERSION, "steps": list(self.steps), **meta}
         text = json.dumps(meta, indent=2, allow_nan=False) + "\n"
-        _save_atomic(self._tmp / RUN_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        old = None
-        if self.out.exists():  # checked on entry: an empty folder or an earlier run, and overwrite was given
-            check_run_writable(self.out, overwrite=self.overwrite)
-            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
-            os.replace(self.out, old / "run")
-        os.replace(self._tmp, self.out)
+        (self._tmp / RUN_FILE).write_text(text, encoding="utf-8")
+        # an existing out was checked on entry (empty, or an earlier run, and overwrite was given): check again
+        self._folder.commit(check=lambda: check_run_writable(self.out, overwrite=self.overwrite))
         self._tmp = None
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
         return self.out
 
     def __exit__(self, *exc):
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        if self._folder is not None:
+            self._folder.__exit__(*exc)
+            self._folder = None
+        self._tmp = None
         return False
