@@ -28,22 +28,33 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .._validation import Integer, ValidationError, check
 from ..analysis.bands import DEFAULT_THRESHOLDS
+from ..analysis.bootstrap import min_replicates
 from ..analysis.decay import DECAY_MODELS
 from ..encodings import Encoding, make_encoding
 from ..encodings.registry import get_encoding_class
 
-__all__ = ["StudyError", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
+__all__ = ["MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
+
+#: Most runs a study may expand to unless the cap is lifted on purpose (``poslab run --force``,
+#: ``parse_study(max_runs=None)``): a typo in a grid (a long list, many seeds) is refused before any work.
+MAX_RUNS = 10_000
 
 
 class StudyError(ValidationError):
     """A study file is invalid; the message names the file, the entry and the fix."""
+
+
+class StudyWarning(UserWarning):
+    """A study is valid but some of its numbers will not mean much (too few resamples or seeds for an interval)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,13 +184,20 @@ def _analysis(raw, where) -> AnalysisOptions:
     return AnalysisOptions(**opts)
 
 
-def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
+def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_runs: int | None) -> list[Encoding]:
+    """The encodings of one ``[[encodings]]`` entry; refused before they are built if the study would exceed ``max_runs``."""
     if not isinstance(entry, dict) or "kind" not in entry:
         raise StudyError(f"{where}: [[encodings]] entry {index + 1} must be a table with a kind = \"...\", got {entry!r}")
     kind = entry["kind"]
+    if not isinstance(kind, str):
+        hint = "; write one [[encodings]] entry per kind" if isinstance(kind, list) else ""
+        raise StudyError(f"{where}: [[encodings]] entry {index + 1}: kind must be one name such as \"sinusoidal\", "
+                         f"got {kind!r}{hint}")
     params = {k: v for k, v in entry.items() if k != "kind"}
+    cls = None
     try:  # a kind may expand study-file shorthands into grids (learned: step = "all")
-        params = get_encoding_class(kind).expand_study_params(params)
+        cls = get_encoding_class(kind)
+        params = cls.expand_study_params(params)
     except KeyError:
         pass  # unknown kind: make_encoding below names the installed ones
     except (TypeError, ValueError) as exc:
@@ -188,6 +206,15 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
     for k in grid_keys:
         if not params[k]:
             raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {k} is an empty list")
+    size = math.prod(len(params[k]) for k in grid_keys)
+    runs = size * (n_seeds if cls is not None and cls.stochastic else 1)
+    if max_runs is not None and used + runs > max_runs:
+        grid = " x ".join(f"{len(params[k])} {k}" for k in grid_keys) or "1 setting"
+        seeds = f" x {n_seeds} seeds" if cls is not None and cls.stochastic else ""
+        before = f", after {used} runs of the entries before it" if used else ""
+        raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}) expands to {runs} runs "
+                         f"({grid}{seeds}){before}: more than the {max_runs} runs a study may have; shorten its "
+                         "lists or seeds, or lift the cap on purpose with poslab run --force")
     out = []
     for values in itertools.product(*(params[k] for k in grid_keys)):
         combo = {**params, **dict(zip(grid_keys, values))}
@@ -200,8 +227,33 @@ def _expand(entry: dict, index: int, where: str) -> list[Encoding]:
     return out
 
 
-def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "") -> StudySpec:
+def _warn_meaningless_intervals(analysis: AnalysisOptions, seeds, encodings, where: str) -> None:
+    """Warn where an interval at ``ci_level`` cannot mean what it says; those intervals are left empty."""
+    if analysis.n_resamples == 0:
+        return
+    need = min_replicates(analysis.ci_level)
+    level = f"{analysis.ci_level:.4g}"
+    if analysis.n_resamples < need:
+        warnings.warn(f"{where}: [analysis] n_resamples = {analysis.n_resamples} is too few for intervals at "
+                      f"ci_level = {level}: at least {need} (= 2 / (1 - ci_level)) are needed so that each end lies "
+                      "between resamples, not at the most extreme one. Every interval is left empty; use "
+                      f"n_resamples >= {need}, or n_resamples = 0 for no intervals", StudyWarning, stacklevel=3)
+    k = len(seeds)
+    if k >= 2 and any(e.stochastic for e in encodings) and math.comb(2 * k - 1, k) < need:
+        enough = next(n for n in itertools.count(k) if math.comb(2 * n - 1, n) >= need)
+        warnings.warn(f"{where}: {k} seeds have only {math.comb(2 * k - 1, k)} distinct seed resamples, too few for "
+                      f"an interval across seeds at ci_level = {level}; comparison.csv leaves those intervals "
+                      f"empty (each run's own interval in summary.csv stands). Use at least {enough} seeds",
+                      StudyWarning, stacklevel=3)
+
+
+def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
+                max_runs: int | None = MAX_RUNS) -> StudySpec:
     """Validate a study given as a dict (the parsed TOML).
+
+    Grids are expanded in time linear in the number of runs, and a study of
+    more than ``max_runs`` runs is refused before its encodings are built
+    (None: no cap).
 
     Raises
     ------
@@ -243,6 +295,8 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
         raise StudyError(f"{where}: give at least one [[encodings]] table")
     encodings: list[Encoding] = []
     lengths: list[int] = []
+    labels: set[str] = set()
+    n_runs = 0
     for index, entry in enumerate(entries):
         length = n_positions
         if isinstance(entry, dict) and "n_positions" in entry:
@@ -251,16 +305,19 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "")
             if length > n_positions:
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1}: n_positions = {length} exceeds the "
                                  f"study's n_positions = {n_positions}; an entry may only analyse a shorter window")
-        for enc in _expand(entry, index, where):
+        for enc in _expand(entry, index, where, len(seeds), n_runs, max_runs):
             try:
                 enc.check_size(length, dim)
             except Exception as exc:  # any failure to produce the table is this entry's fault
                 msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
-            if any(e.label == enc.label for e in encodings):
+            if enc.label in labels:
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1}: {enc.label} appears twice; remove the duplicate")
+            labels.add(enc.label)
+            n_runs += len(seeds) if enc.stochastic else 1
             encodings.append(enc)
             lengths.append(length)
+    _warn_meaningless_intervals(analysis, seeds, encodings, where)
     return StudySpec(
         name=name,
         n_positions=n_positions,
@@ -286,7 +343,7 @@ def _beside(value, folder: Path):
     return value
 
 
-def load_study(path) -> StudySpec:
+def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
     """Read and validate a TOML study file.
 
     Relative paths in path parameters (``Encoding.path_params``, e.g. a
@@ -320,4 +377,4 @@ def load_study(path) -> StudySpec:
         for name in names:
             if name in entry:
                 entry[name] = _beside(entry[name], path.parent)
-    return parse_study(data, source=str(path), text=text)
+    return parse_study(data, source=str(path), text=text, max_runs=max_runs)
