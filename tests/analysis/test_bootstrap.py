@@ -78,9 +78,11 @@ def test_resampling_is_seeded_and_pools_whole_units():
 def test_percentile_interval_and_band_widths():
     assert percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
     assert all(math.isnan(v) for v in percentile_interval([np.nan, np.nan], 0.9))
-    low, high = percentile_interval([1, 2, 3, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf, np.inf], 0.9,
-                                    integer=True)
+    low, high = percentile_interval([1, 2, 3] + [np.inf] * 17, 0.9, integer=True)
     assert low == 1 and math.isnan(high)  # the upper bound lies beyond the window
+    # fewer than 2 / (1 - level) replicates: an end would be the most extreme one, no interval at that level
+    assert all(math.isnan(v) for v in percentile_interval(np.arange(19.0), 0.9))
+    assert all(math.isnan(v) for v in percentile_interval(np.arange(5.0), 0.95))
     widths = band_widths(np.arange(5), np.array([[1, 0.95, 0.6, 0.4, 0.2], [1, 0.99, 0.98, 0.97, 0.96]]), [0.9, 0.5])
     np.testing.assert_array_equal(widths, [[2, 3], [np.inf, np.inf]])
 
@@ -92,7 +94,7 @@ def test_translation_invariant_table_has_zero_width_intervals():
     profile = similarity_profile(table)
     fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
                      std=profile.std_similarity[1:])
-    means, counts = resample_units(blocks.sums, blocks.counts, 30, np.random.default_rng(0))
+    means, counts = resample_units(blocks.sums, blocks.counts, 40, np.random.default_rng(0))
     result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
     assert result.decay_length_ci == (fits.selected.decay_length, fits.selected.decay_length)
     assert result.band_width_ci[0.5][0] == result.band_width_ci[0.5][1]

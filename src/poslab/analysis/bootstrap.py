@@ -235,6 +235,16 @@ def _pooled(weights, sums, counts) -> tuple[np.ndarray, np.ndarray]:
     return means, pooled_counts
 
 
+def min_replicates(level: float) -> int:
+    """Fewest replicates for a percentile interval at ``level``: ⌈2 / (1 − level)⌉ (40 at 0.95).
+
+    With fewer, (1 − level) / 2 of the replicates is less than one, so an end
+    of the interval is the most extreme replicate (or an interpolation towards
+    it) and its coverage is not ``level``.
+    """
+    return math.ceil(2 / (1 - level) - 1e-9)
+
+
 def percentile_interval(values, level: float, *, integer: bool = False) -> tuple[float, float]:
     """Percentile interval of bootstrap replicates.
 
@@ -251,11 +261,15 @@ def percentile_interval(values, level: float, *, integer: bool = False) -> tuple
     Returns
     -------
     (low, high) : floats; NaN if no finite replicate, and ``high`` NaN if the
-    upper quantile is +inf (unbounded within the window).
+    upper quantile is +inf (unbounded within the window). Both NaN when
+    there are fewer than :func:`min_replicates` ``(level)`` usable
+    replicates: an interval's ends must lie between replicates, not be
+    the extreme ones (with 5 replicates a "95 %" interval is their range,
+    and the point estimate can fall outside it).
     """
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
-    if v.size == 0 or not np.isfinite(v).any():
+    if v.size < min_replicates(level) or not np.isfinite(v).any():
         return math.nan, math.nan
     q = np.quantile(v, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf" if integer else "linear")
     low, high = (float(x) if np.isfinite(x) else math.nan for x in q)

@@ -74,11 +74,17 @@ def unit_rows(table, *, center: bool = False, invalid: str = "exclude") -> UnitR
     with np.errstate(invalid="ignore", over="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     norms[~valid] = 0.0
-    overflow = valid & ~np.isfinite(norms)
-    if overflow.any():  # squares overflowed (entries beyond ~1e154): scale those rows first
-        big = x[overflow]
-        scale = np.abs(big).max(axis=1)
-        norms[overflow] = scale * np.sqrt(np.einsum("ij,ij->i", big / scale[:, None], big / scale[:, None]))
+    # squares overflowed (entries beyond ~1e154) or underflowed (below ~1e-154: a table scaled by 1e-200 is not
+    # zero): scale those rows by their largest entry first
+    rescale = valid & (~np.isfinite(norms) | (norms < 1e-150))
+    if rescale.any():
+        rows = x[rescale]
+        scale = np.abs(rows).max(axis=1)
+        nonzero = scale > 0
+        scaled = rows[nonzero] / scale[nonzero, None]
+        fixed = np.zeros(len(rows))
+        fixed[nonzero] = scale[nonzero] * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        norms[rescale] = fixed
     largest = norms.max(initial=0.0)
     valid &= norms > ZERO_NORM_RTOL * largest
     if not valid.all():

@@ -252,9 +252,10 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
             if label in marks:
                 length, low, high = marks[label][:3]
                 y_at = float(np.interp(length, x, d["mean"].to_numpy(dtype=float)))
-                xerr = None if not (np.isfinite(low) and np.isfinite(high)) else [[length - low], [high - length]]
-                ax.errorbar([length], [y_at], xerr=xerr, fmt="D", ms=5, color=colour, mec="black", mew=0.6,
-                            elinewidth=1.5, capsize=3, zorder=5)
+                if np.isfinite(low) and np.isfinite(high):  # the interval as drawn from its ends: a point estimate
+                    # may lie outside its own percentile interval (a biased statistic), never a negative error bar
+                    ax.plot([low, high], [y_at, y_at], color=colour, lw=1.5, marker="|", ms=6, zorder=5)
+                ax.plot([length], [y_at], "D", ms=5, color=colour, mec="black", mew=0.6, zorder=6)
             if d["fit"].notna().any():
                 ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
                         label=f"{label} (selected fit)")
