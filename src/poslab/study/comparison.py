@@ -48,7 +48,7 @@ from scipy import stats
 
 from ..analysis import band_metrics, fit_decay
 from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, bootstrap_profile,
-                                  percentile_interval, resample_units)
+                                  min_replicates, percentile_interval, resample_units)
 
 __all__ = ["compare_runs", "seed_bootstrap"]
 
@@ -137,8 +137,10 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
 
     Returns
     -------
-    dict with ``comparison`` (one row per label: ``rank`` by decay length,
-    1 = longest; ``n_runs``; ``selected_model``; ``decay_length`` and
+    dict with ``comparison`` (one row per label: ``rank`` by decay length
+    among the labels analysed over the same window (``max_distance``),
+    1 = longest; labels of different windows are never ranked against each
+    other; ``n_runs``; ``selected_model``; ``decay_length`` and
     ``decay_length_ci_low`` / ``_ci_high``; ``fit_se`` (delta-method
     standard error of the selected fit); ``ci_method``, ``ci_level``,
     ``n_resamples``) and ``comparison_pairs`` (one row per pair of labels:
@@ -172,13 +174,17 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 fit_min_distance=options.fit_min_distance, thresholds=options.thresholds,
                 n_resamples=n_resamples, level=level, seed=_label_seed(label))
             best = fits.selected
+            # k seeds have only C(2k - 1, k) distinct resamples (3 for 2 seeds, 10 for 3): too few for an
+            # interval at this level leaves it empty (the spec warns), never a confident-looking one
+            enough = math.comb(2 * len(seeds) - 1, len(seeds)) >= min_replicates(level)
             row |= {"selected_model": best.model if best else "none",
                     "decay_length": best.decay_length if best else math.nan,
                     "fit_se": best.decay_length_se if best else math.nan,
-                    "decay_length_ci_low": result.decay_length_ci[0],
-                    "decay_length_ci_high": result.decay_length_ci[1],
+                    "decay_length_ci_low": result.decay_length_ci[0] if enough else math.nan,
+                    "decay_length_ci_high": result.decay_length_ci[1] if enough else math.nan,
                     "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
-            replicates[label] = result.replicates["decay_length"].to_numpy(dtype=float)
+            if enough:
+                replicates[label] = result.replicates["decay_length"].to_numpy(dtype=float)
         else:
             run = runs.iloc[0]
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
@@ -194,9 +200,12 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         rows.append(row)
     comparison = pd.DataFrame(rows)
     comparison["decay_length"] = comparison["decay_length"].astype(float)
-    order = comparison["decay_length"].rank(ascending=False, method="min")
+    # decay lengths depend on the analysed window (README): labels are ranked only against those analysed over
+    # the same one (rank 1 = longest within its max_distance), the longest window first
+    order = comparison.groupby("max_distance")["decay_length"].rank(ascending=False, method="min")
     comparison.insert(4, "rank", order.astype("Int64"))
-    comparison = comparison.sort_values(["rank", "label"], na_position="last", kind="stable").reset_index(drop=True)
+    comparison = comparison.sort_values(["max_distance", "rank", "label"], ascending=[False, True, True],
+                                        na_position="last", kind="stable").reset_index(drop=True)
     comparison["seed"] = comparison["seed"].astype("Int64")
     pairs = []
     z = float(stats.norm.ppf((1 + level) / 2))
