@@ -1,4 +1,16 @@
-"""The ``poslab`` command line: run studies, list encodings, redraw figures."""
+"""The ``poslab`` command line: run studies, list encodings, redraw figures.
+
+Exit codes (one convention for every command):
+
+- 0: done;
+- 1: done and written, but some runs (their ``summary.csv`` rows say why) or
+  figures failed, or poslab hit an internal error;
+- 2: usage error or bad input (a bad study file or option, an output
+  location that cannot be written, work too large for this machine):
+  refused before any work;
+- 130: interrupted (Ctrl-C); 128 + N for another signal N (143: SIGTERM).
+  Nothing half-written is left behind.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +35,38 @@ def _terminate(signum, frame):
     sys.exit(128 + signum)
 
 
-@click.group()
+#: Exit statuses (module docstring).
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class BadInput(click.ClickException):
+    """Bad input or an unusable output location, refused before any work: exit status 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Group(click.Group):
+    """Ctrl-C exits 130 (click's default is 1, which here means "some runs failed"); no traceback ever."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted; nothing half-written was left behind", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # a bug: say where, without a traceback
+            tb = exc.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            where = f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+            click.secho(f"error: {type(exc).__name__}: {exc} (internal error at {where}; please report it with "
+                        "the command that caused it)", fg="red", err=True)
+            ctx.exit(EXIT_FAILED)
+
+
+@click.group(cls=_Group)
 @click.version_option(__version__, prog_name="poslab")
 def main():
     """Comparative studies of positional encodings in transformers."""
@@ -43,47 +86,71 @@ def main():
               help="Worker processes (pool or local Dask cluster) [default: usable CPUs].")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask; default: a local cluster).")
-def run(study, out, overwrite, progress, executor, jobs, scheduler):
+@click.option("--force", is_flag=True,
+              help="Skip the up-front limits: more than 10000 runs, or more memory than is available.")
+def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     """Run STUDY (a TOML file; default: the packaged compare_encodings study).
 
-    Exits with status 1 if any run failed (its row in summary.csv says why;
-    the other runs are still written).
+    Everything is checked before any work (the study, the output location,
+    the number of runs and the memory the largest runs need). Exit status: 0
+    done; 1 written, but some runs or figures failed (summary.csv and
+    manifest.json say why); 2 bad input, refused before any work; 130
+    interrupted.
     """
     import pandas as pd
 
     from .study import default_study_path, load_study, run_study, write_results
-    from .study.results import ResultsExistError, check_writable
-    from .study.spec import StudyError
+    from .study.budget import ResourceError, check_resources
+    from .study.executors import default_jobs
+    from .study.results import FigureFailedWarning, ResultsExistError, check_writable
+    from .study.spec import MAX_RUNS, StudyError
 
-    path = study or default_study_path()
-    try:
-        spec = load_study(path)
-        out = out or Path("results") / spec.name
-        check_writable(out, overwrite=overwrite)
-    except (StudyError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    started = time.perf_counter()
-    runs = spec.runs()
-    click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
+    path = study or default_study_path()
+    try:
+        spec = load_study(path, max_runs=None if force else MAX_RUNS)
+        out = out or Path("results") / spec.name
+        check_writable(out, overwrite=overwrite)
+        runs = spec.runs()
+        workers = 1 if executor == "serial" else min(jobs or default_jobs(), len(runs))
+        if not force and scheduler is None:  # a remote cluster's memory is not this machine's
+            check_resources(spec, workers=workers)
+    except (StudyError, ResourceError, ResultsExistError, OSError) as exc:
+        raise BadInput(str(exc)) from None
+    started = time.perf_counter()
+    click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     try:
         result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
     except (ImportError, OSError) as exc:  # no poslab[dask], or no scheduler at that address
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     failed = result.summary[result.summary["status"] != "ok"]
     for _, row in failed.iterrows():
         seed = "" if pd.isna(row["seed"]) else f" seed {row['seed']}"
         click.secho(f"run failed: {row['label']}{seed}: {row['message']}", fg="red", err=True)
     try:
-        written = write_results(result, out, overwrite=overwrite)
-    except (ResultsExistError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            written = write_results(result, out, overwrite=overwrite)
+    except ResultsExistError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:  # the disk filled up, the folder became read-only: the old result is untouched
+        raise click.ClickException(f"{exc}; the analysis was not saved (any earlier result in {out} is intact)") \
+            from None
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    bad_figures = [w for w in caught if issubclass(w.category, FigureFailedWarning)]
     click.echo(_summary_text(result.summary))
     click.echo(f"wrote {written} in {time.perf_counter() - started:.1f} s "
                f"(analysis {result.timings['total']:.1f} s, the rest tables and figures)")
+    problems = []
     if len(failed):
-        raise click.ClickException(f"{len(failed)} of {len(result.summary)} runs failed; see {out / 'summary.csv'}")
+        problems.append(f"{len(failed)} of {len(result.summary)} runs failed; see {out / 'summary.csv'}")
+    if bad_figures:
+        problems.append(f"{len(bad_figures)} figure(s) could not be drawn; the tables are written "
+                        f"(see {out / 'manifest.json'}, failed_figures)")
+    if problems:
+        raise click.ClickException("; ".join(problems))
 
 
 def _interval(value, low, high, fmt) -> str:
@@ -142,16 +209,37 @@ def encodings():
 @main.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def plot(results):
-    """Redraw the figures of a finished RESULTS folder from its CSV tables."""
-    from .study import read_results, write_figures
+    """Redraw the figures of a finished RESULTS folder from its CSV tables.
 
-    from .study.results import figure_title
+    Afterwards every figure in the folder is drawn from the current tables: a
+    figure whose tables are gone, or that fails, is removed (and named).
+    Exit status 1 if a figure failed, 2 if the tables cannot be read.
+    """
+    from .study import read_results, write_figures
+    from .study.results import FIGURES, figure_title, read_manifest, record_figures
 
     try:
+        read_manifest(results)  # a broken manifest is refused before anything is touched
         tables = read_results(results)
-        written = write_figures(tables, results, title=figure_title(tables["summary"]))
     except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
+    failed: dict[str, str] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        written = write_figures(tables, results, title=figure_title(tables["summary"]), failed=failed)
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    stale = [name for name in FIGURES if name not in {p.name for p in written} and (results / name).exists()]
+    for name in stale:  # drawn from tables that are gone, or a failed figure: never left looking current
+        (results / name).unlink()
+    try:
+        record_figures(results, [p.name for p in written], failed)
+    except OSError as exc:
+        raise click.ClickException(f"cannot update {results / 'manifest.json'}: {exc}") from None
+    if stale:
+        click.echo("removed stale " + ", ".join(stale), err=True)
+    if failed:
+        raise click.ClickException(f"{len(failed)} figure(s) could not be drawn: {', '.join(failed)}")
     if not written:
         raise click.ClickException(f"no run in {results} succeeded: there is nothing to draw (see summary.csv)")
     click.echo("redrew " + ", ".join(str(p) for p in written))
@@ -205,17 +293,22 @@ def train(out, corpus, steps, layers, d_model, heads, context_length, batch_size
     Writes OUT/poslab_train.json (settings, losses) and OUT/positions/step_NNNNNNN.npy; a study reads
     them with kind = "learned", source = "OUT", step = N (or step = "all"). Needs torch: pip install 'poslab[train]'.
     """
-    from .training import RunExistsError, TrainConfig, parse_steps, require_torch
+    from .training import RunExistsError, TrainConfig, check_run_writable, load_corpus, parse_steps, require_torch
     from .training import train as run_training
 
-    try:
+    try:  # everything a user can get wrong, before any training
         require_torch()
         config = TrainConfig(layers=layers, d_model=d_model, heads=heads, context_length=context_length,
                              batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup_steps,
                              weight_decay=weight_decay, seed=seed, eval_batches=eval_batches, threads=threads,
                              snapshot_steps=parse_steps(snapshots) if snapshots else None)
-        meta = run_training(config, out, corpus=corpus, overwrite=overwrite, progress=progress)
+        load_corpus(corpus)
+        check_run_writable(out, overwrite=overwrite)
     except (ImportError, RunExistsError, OSError, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    try:
+        meta = run_training(config, out, corpus=corpus, overwrite=overwrite, progress=progress)
+    except (RunExistsError, OSError, ValueError) as exc:  # diverged, disk full: nothing half-written is left
         raise click.ClickException(str(exc)) from None
     for row in meta["losses"]:
         click.echo(f"step {row['step']:>7}  train_loss {row['train_loss']:.4f}  val_loss {row['val_loss']:.4f}")
