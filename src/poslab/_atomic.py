@@ -35,7 +35,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-__all__ = ["AtomicFolder", "remove_stale_temporaries", "TEMPORARY_PATTERN", "check_can_create"]
+__all__ = ["AtomicFolder", "remove_stale_temporaries", "TEMPORARY_PATTERN", "check_can_create", "friendly_os_error"]
 
 #: Names of poslab's own temporary folders: group ``name`` is the destination's name.
 TEMPORARY_PATTERN = re.compile(r"^\.(?P<name>.+)\.poslab-(?P<role>tmp|old)-[A-Za-z0-9_]{8}$")
@@ -108,11 +108,11 @@ def remove_stale_temporaries(parent) -> list[Path]:
     return done
 
 
-def _friendly(exc: OSError, path: Path, what: str) -> OSError:
+def friendly_os_error(exc: OSError, path: Path, what: str) -> OSError:
     """An OSError naming the user's path and what to do, not poslab's temporary."""
     reasons = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
                errno.EROFS: "the file system is read-only", errno.ENOSPC: "no space left on the device",
-               errno.EDQUOT: "disk quota exceeded", errno.ENOTDIR: "a part of the path is a file, not a folder",
+               errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "a file exceeds the file size limit", errno.ENOTDIR: "a part of the path is a file, not a folder",
                errno.ENAMETOOLONG: "the name is too long", errno.ELOOP: "too many levels of symbolic links"}
     if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
         error = type(exc)(f"{what} {path} appeared while poslab was writing it; nothing was replaced. "
@@ -141,7 +141,7 @@ def check_can_create(out, *, what: str = "folder") -> Path:
         raise FileExistsError(f"cannot write {what} {out}: a part of its parent path is a file, not a folder; "
                               "choose another --out") from None
     except OSError as exc:
-        raise _friendly(exc, out, what) from None
+        raise friendly_os_error(exc, out, what) from None
     _unlock(fd)
     probe.rmdir()
     return out
@@ -180,7 +180,7 @@ class AtomicFolder:
             remove_stale_temporaries(self.out.parent)
             self.path, self._fd = _temporary(self.out.parent, self.out.name, "tmp")
         except OSError as exc:
-            raise _friendly(exc, self.out, self.what) from None
+            raise friendly_os_error(exc, self.out, self.what) from None
         umask = os.umask(0)
         os.umask(umask)
         self.path.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
@@ -211,7 +211,7 @@ class AtomicFolder:
                     os.replace(old / _PREVIOUS, self.out)  # put the previous folder back
                 raise
         except OSError as exc:
-            raise _friendly(exc, self.out, self.what) from None
+            raise friendly_os_error(exc, self.out, self.what) from None
         finally:
             # if putting it back failed, the previous folder stays in `old`: the next write renames it back
             if old is not None and (swapped or not os.path.lexists(old / _PREVIOUS)):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import __version__
-from .._atomic import AtomicFolder, check_can_create
+from .._atomic import AtomicFolder, check_can_create, friendly_os_error
 from ..plots import STUDY_FIGURES, save_figure
 from .runner import TABLES, StudyResult
 
@@ -215,12 +215,15 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
     out = check_writable(out, overwrite=overwrite)
     tables = result.tables()
     with AtomicFolder(out, what="results folder") as folder:
-        for name, frame in tables.items():  # the tables first: a figure can never cost them
-            frame.to_csv(folder.path / f"{name}.csv", index=False)
-        failed: dict[str, str] = {}
-        figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed)
-        meta = manifest(result, [p.name for p in figures], failed)
-        (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        try:
+            for name, frame in tables.items():  # the tables first: a figure can never cost them
+                frame.to_csv(folder.path / f"{name}.csv", index=False)
+            failed: dict[str, str] = {}
+            figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed)
+            meta = manifest(result, [p.name for p in figures], failed)
+            (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        except OSError as exc:  # a full disk, a file size limit: name the user's folder, not the temporary
+            raise friendly_os_error(exc, out, "results folder") from None
         # again just before the swap: the folder may have appeared meanwhile
         folder.commit(check=lambda: check_writable(out, overwrite=overwrite))
     return out

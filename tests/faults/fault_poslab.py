@@ -1,0 +1,56 @@
+"""``poslab`` with one extra encoding, ``fault``, for the fault-injection tests (run as a script).
+
+``kind = "fault"`` is a stochastic Gaussian table that, before producing it,
+writes ``started-<seed>-<pid>`` into ``$POSLAB_FAULT_DIR`` (so a test knows
+which worker holds which run) and sleeps ``sleep`` seconds. With
+``POSLAB_FAULT_SLOW_FIGURE=1`` drawing ``decay_curves.png`` writes
+``drawing`` there and sleeps, so a test can kill the process while it writes
+its results folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from poslab.encodings import Encoding, register
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Fault(Encoding):
+    """A Gaussian table produced slowly, announcing which process produces it."""
+
+    kind = "fault"
+    stochastic = True
+
+    sleep: float = 0.0
+
+    def _generate(self, n_positions, dim, rng):
+        seed = int(rng.integers(1 << 30))
+        folder = Path(os.environ["POSLAB_FAULT_DIR"])
+        (folder / f"started-{seed}-{os.getpid()}").touch()
+        time.sleep(self.sleep)
+        return rng.normal(size=(n_positions, dim))
+
+
+if os.environ.get("POSLAB_FAULT_SLOW_FIGURE"):
+    from poslab.plots import STUDY_FIGURES
+
+    def _slow(tables, title):
+        (Path(os.environ["POSLAB_FAULT_DIR"]) / "drawing").touch()
+        time.sleep(60)
+
+    STUDY_FIGURES["decay_curves.png"] = _slow
+
+
+if __name__ == "__main__":
+    from poslab.cli import main
+
+    sys.argv[0] = "poslab"
+    main()
