@@ -99,8 +99,11 @@ def test_state_dict_bin_with_position_ids(tmp_path, wpe):
              "bert.embeddings.word_embeddings.weight": torch.from_numpy(wpe[:10].copy())}
     torch.save(state, tmp_path / "pytorch_model.bin")
     assert str(list_tensors(tmp_path / "pytorch_model.bin")[0]) == "bert.embeddings.position_ids (1, 40) int64"
-    enc = make_encoding("learned", source=str(tmp_path / "pytorch_model.bin"))  # no config: by name
+    with pytest.raises(ValueError, match="holds position 0 is unknown .*poslab does not guess. Write offset"):
+        make_encoding("learned", source=str(tmp_path / "pytorch_model.bin")).generate(40, 1)  # no config: no rule
+    enc = make_encoding("learned", source=str(tmp_path / "pytorch_model.bin"), offset=0)  # by name, offset given
     np.testing.assert_array_equal(enc.generate(40, 1), wpe[300:340])
+    assert enc.run_info(40)["position_rule"] == "offset = 0 given"
     assert enc.run_info(40)["tensor"] == "bert.embeddings.position_embeddings.weight"
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "max_position_embeddings": 40}))
     enc = make_encoding("learned", source=str(tmp_path))  # model folder with pytorch_model.bin

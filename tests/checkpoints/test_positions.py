@@ -24,7 +24,8 @@ def test_gpt2_both_key_layouts(tmp_path, make_model, wpe, prefix):
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(40, 1), wpe[:40])
     assert enc.run_info(40) == {"tensor": f"{prefix}wpe.weight", "source_dtype": "float32", "row_offset": 0,
-                                "grid_shape": None, "prefix_tokens": None}
+                                "grid_shape": None, "prefix_tokens": None,
+                                "position_rule": "GPT-2: position p is row 0 + p"}
     assert enc.label == f"learned(source={folder})"
 
 
@@ -85,7 +86,8 @@ def test_vit_and_deit_prefix_tokens_and_grid(tmp_path, make_model, wpe):
     enc = learned(vit)
     np.testing.assert_array_equal(enc.generate(16, 1), wpe[1:17])  # CLS row skipped
     assert enc.run_info(16) == {"tensor": "vit.embeddings.position_embeddings", "source_dtype": "float32",
-                                "row_offset": 1, "grid_shape": "4x4", "prefix_tokens": 1}
+                                "row_offset": 1, "grid_shape": "4x4", "prefix_tokens": 1,
+                                "position_rule": "ViT: 1 prefix row(s) (CLS), then the patch grid in raster order"}
     tables = enc.run_tables(enc.generate(16, 1), 16)
     assert set(tables) == {"grid_profiles", "grid_maps"} and len(tables["grid_maps"]) == 16
     deit = make_model(tmp_path / "deit", {"model_type": "deit", **cfg}, {"deit.embeddings.position_embeddings": wpe[None, :18]})
@@ -114,7 +116,8 @@ def test_clip_and_siglip_vision_configs(tmp_path, make_model, wpe):
     siglip = make_model(tmp_path / "siglip", {"model_type": "siglip_vision_model", "image_size": 24, "patch_size": 8},
                         {vision: wpe[:9]})
     assert learned(siglip).run_info(9) == {"tensor": vision, "source_dtype": "float32", "row_offset": 0,
-                                           "grid_shape": "3x3", "prefix_tokens": 0}
+                                           "grid_shape": "3x3", "prefix_tokens": 0, "position_rule":
+                                           "SigLIP vision: 0 prefix row(s) (none), then the patch grid in raster order"}
 
 
 def test_whisper_decoder_is_learned_encoder_is_sinusoidal(tmp_path, make_model, wpe):
@@ -140,10 +143,12 @@ def test_bart_has_two_learned_tables_and_is_refused(tmp_path, make_model, wpe):
 
 def test_without_config_names_decide_or_refuse(tmp_path, make_model, wpe):
     one = make_model(tmp_path / "one", None, {"transformer.wpe.weight": wpe[:30], "transformer.wte.weight": wpe[:5]})
-    np.testing.assert_array_equal(learned(one / "model.safetensors").generate(30, 1), wpe[:30])
+    with pytest.raises(ValueError, match="holds position 0 is unknown"):  # no config: no silent offset 0
+        learned(one / "model.safetensors").generate(30, 1)
+    np.testing.assert_array_equal(learned(one / "model.safetensors", offset=0).generate(30, 1), wpe[:30])
     unknown = make_model(tmp_path / "unknown", {"model_type": "my_model"},
                          {"enc.pos_embed": wpe[:30], "dec.embed_positions.weight": wpe[:30]})
-    with pytest.raises(ValueError, match=r"(?s)'my_model' is not a known family.*ambiguous.*\n  enc.pos_embed  \(30, 768\)  float32  offset \?"):
+    with pytest.raises(ValueError, match=r"(?s)'my_model' is not a family poslab knows.*ambiguous.*\n  enc.pos_embed  \(30, 768\)  float32  offset \?"):
         learned(unknown).generate(4, 1)
     none = make_model(tmp_path / "none", None, {"a": wpe[:3], "b": wpe[:4]})
     with pytest.raises(ValueError, match="no float tensor is named like a position table"):

@@ -56,7 +56,7 @@ def test_files_with_key_and_offset(tmp_path, gpt2_table):
         assert enc.run_info(48)["row_offset"] == 2
     save_file({"a": rows, "b": rows[:10]}, str(tmp_path / "two.safetensors"))
     with pytest.raises(ValueError, match=r"no config.json; no float tensor is named like a position table; choose one "
-                                         r"with key = NAME. It holds a \(50, 768\) float32; b \(10, 768\) float32"):
+                                         r"with key = NAME \(and give offset = ROW OF POSITION 0\). It holds a \(50, 768\) float32; b \(10, 768\) float32"):
         make_encoding("learned", source=str(tmp_path / "two.safetensors")).generate(5, 1)
     with pytest.raises(KeyError, match=r"no tensor 'c' in two.safetensors; it holds: a \(50, 768\) float32; b"):
         make_encoding("learned", source=str(tmp_path / "two.safetensors"), key="c").generate(5, 1)
@@ -77,7 +77,8 @@ def test_bundled_sources_unchanged_and_recorded(gpt2_table):
     enc = make_encoding("learned", source="gpt2")
     assert enc.label == "learned(source=gpt2)" and enc.offset is None
     assert enc.run_info(1024) == {"tensor": "gpt2_wpe.npy", "source_dtype": "float32", "row_offset": 0,
-                                  "grid_shape": None, "prefix_tokens": None}
+                                  "grid_shape": None, "prefix_tokens": None,
+                                  "position_rule": "bundled table: row p is position p"}
     np.testing.assert_array_equal(make_encoding("learned", source="gpt2", offset=5).generate(3, 1), gpt2_table[5:8])
     with pytest.raises(ValueError, match="bundled table 'gpt2' holds one tensor"):
         make_encoding("learned", source="gpt2", key="wpe").generate(3, 1)

@@ -53,16 +53,20 @@ __all__ = ["FAMILIES", "Candidate", "Selection", "select_position_table", "load_
 class Slot:
     """Where a family keeps one position table and how its rows map to positions."""
 
-    suffixes: tuple[str, ...]          # tensor name, matched on a '.' boundary after any prefix
+    suffixes: tuple[str, ...]          # tensor name, matched on a '.' boundary after any prefix (longest wins)
     what: str                          # e.g. "decoder positions"
     role: str = "learned"              # or "sinusoidal" (a fixed table: recognised, never chosen automatically)
     section: str | None = None         # nested config holding the keys ("vision_config", "text_config")
     length_keys: tuple[str, ...] = ("max_position_embeddings",)
     length_default: int | None = None  # transformers' default when the key is absent from config.json
-    offset: int | str = 0              # row of position 0; "padding": pad_token_id + 1 (RoBERTa)
-    prefix_tokens: int | None = None   # vision: rows before the patch grid (None: a text table)
+    offset: int | str = 0              # row of position 0: an int (rows − length must equal it) or "padding"
+    pad_default: int | None = 1        # "padding": transformers' pad_token_id default
+    prefix_tokens: int | str | None = None  # vision: rows before the patch grid (an int or a config key)
+    prefix_default: int = 0            # when prefix_tokens names a config key absent from config.json
+    suffix_key: str | None = None      # vision: config key counting rows after the grid (YOLOS detection tokens)
+    grid: str = "image"                # vision: "image" (image_size / patch_size) or "spectrogram" (AST)
     image_default: tuple[int, int] = (224, 16)  # transformers' default image_size, patch_size
-    sinusoidal_flag: str | None = None  # config key that makes the table sinusoidal (DistilBERT)
+    sinusoidal_flag: str | None = None  # config key that makes the table sinusoidal (DistilBERT, XLM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,45 +79,144 @@ def _text(suffixes, what="positions", **kw) -> Slot:
     return Slot(tuple(suffixes) if isinstance(suffixes, (list, tuple)) else (suffixes,), what, **kw)
 
 
-_BERT = "embeddings.position_embeddings.weight"
-_ROBERTA = _text(_BERT, offset="padding", length_default=512)
-_CLIP_VISION = "vision_model.embeddings.position_embedding.weight"
-_CLIP_TEXT = "text_model.embeddings.position_embedding.weight"
+def _vision(suffixes, prefix, what="patch positions", **kw) -> Slot:
+    return Slot(tuple(suffixes) if isinstance(suffixes, (list, tuple)) else (suffixes,), what, prefix_tokens=prefix,
+                **kw)
 
-#: model_type -> where its position tables are (defaults are transformers' config defaults).
+
+_BERT = "embeddings.position_embeddings.weight"
+_VIT = "embeddings.position_embeddings"          # an nn.Parameter (1, prefix + patches, dim)
+_CLIPV = "embeddings.position_embedding.weight"  # an nn.Embedding (prefix + patches, dim)
+
+
+def _bert(name, default=512, **kw):
+    return Family(name, (_text(_BERT, length_default=default, **kw),))
+
+
+def _roberta(name, default=514, pad=1):
+    return Family(name, (_text(_BERT, offset="padding", length_default=default, pad_default=pad),))
+
+
+def _seq2seq(name, offset, default, enc_keys=("max_position_embeddings",), dec_keys=("max_position_embeddings",),
+             enc_default=None):
+    return Family(name, (
+        _text("encoder.embed_positions.weight", "encoder positions", offset=offset, length_keys=enc_keys,
+              length_default=enc_default or default),
+        _text("decoder.embed_positions.weight", "decoder positions", offset=offset, length_keys=dec_keys,
+              length_default=default)))
+
+
+def _dual(name, text: Slot, vision: Slot):
+    return Family(name, (text, vision))
+
+
+def _clip_like(name, text_default, prefix, image_default, text_suffix="text_model." + _CLIPV,
+               vision_suffix="vision_model." + _CLIPV, vision_section="vision_config", **text_kw):
+    return _dual(name, _text(text_suffix, "text positions", section="text_config", length_default=text_default,
+                             **text_kw),
+                 _vision(vision_suffix, prefix, "vision patch positions", section=vision_section,
+                         image_default=image_default))
+
+
+#: model_type -> where its learned position tables are and how rows map to positions. Defaults are
+#: transformers' config-class defaults; tests/hf/test_learned_matrix.py checks every entry against the
+#: forward pass of a tiny model built by the installed transformers, and the defaults against its config classes.
 FAMILIES: dict[str, Family] = {
+    # GPT-style decoders: position p is row p
     "gpt2": Family("GPT-2", (_text("wpe.weight", length_keys=("n_positions", "max_position_embeddings"),
                                    length_default=1024),)),
+    "gpt_bigcode": Family("GPTBigCode", (_text("wpe.weight", length_keys=("n_positions", "max_position_embeddings"),
+                                               length_default=1024),)),
     "gpt_neo": Family("GPT-Neo", (_text("wpe.weight", length_default=2048),)),
+    "imagegpt": Family("ImageGPT", (_text("wpe.weight", length_keys=("n_positions", "max_position_embeddings"),
+                                          length_default=1024),)),
     "openai-gpt": Family("GPT-1", (_text("positions_embed.weight", length_keys=("n_positions", "max_position_embeddings"),
                                          length_default=512),)),
-    "bert": Family("BERT", (_text(_BERT, length_default=512),)),
-    "distilbert": Family("DistilBERT", (_text(_BERT, length_default=512, sinusoidal_flag="sinusoidal_pos_embds"),)),
-    "roberta": Family("RoBERTa", (_ROBERTA,)),
-    "xlm-roberta": Family("XLM-RoBERTa", (_ROBERTA,)),
+    # BERT-style encoders: position p is row p
+    **{t: _bert(n) for t, n in [("bert", "BERT"), ("albert", "ALBERT"), ("bert-generation", "BertGeneration"),
+                                ("convbert", "ConvBERT"), ("electra", "ELECTRA"), ("ernie", "ERNIE"),
+                                ("fnet", "FNet"), ("layoutlm", "LayoutLM"), ("megatron-bert", "Megatron-BERT"),
+                                ("mobilebert", "MobileBERT"), ("rembert", "RemBERT"), ("roc_bert", "RoCBert"),
+                                ("splinter", "Splinter"), ("squeezebert", "SqueezeBERT"),
+                                ("visual_bert", "VisualBERT"), ("deberta", "DeBERTa"), ("deberta-v2", "DeBERTa-v2")]},
+    "big_bird": _bert("BigBird", 4096),
+    "tapas": _bert("TAPAS", 1024),
+    "distilbert": _bert("DistilBERT", sinusoidal_flag="sinusoidal_pos_embds"),
+    "canine": Family("CANINE", (_text("char_embeddings.char_position_embeddings.weight", length_default=16384),)),
+    "xlm": Family("XLM", (_text("position_embeddings.weight", length_default=512, sinusoidal_flag="sinusoidal_embeddings"),)),
+    "flaubert": Family("FlauBERT", (_text("position_embeddings.weight", length_default=512,
+                                          sinusoidal_flag="sinusoidal_embeddings"),)),
+    # RoBERTa-style: positions start after the padding row, at pad_token_id + 1
+    **{t: _roberta(n) for t, n in [("roberta", "RoBERTa"), ("xlm-roberta", "XLM-RoBERTa"), ("camembert", "CamemBERT"),
+                                   ("xlm-roberta-xl", "XLM-RoBERTa-XL"), ("roberta-prelayernorm", "RoBERTa-PreLayerNorm"),
+                                   ("data2vec-text", "Data2VecText"), ("xmod", "X-MOD"), ("mpnet", "MPNet"),
+                                   ("ibert", "I-BERT"), ("luke", "LUKE")]},
+    "longformer": _roberta("Longformer", 4098),
+    "markuplm": _roberta("MarkupLM", 512, pad=0),
+    "esm": _roberta("ESM", 1026, pad=None),
+    # OPT/BART-style: the table has 2 extra rows before position 0 (rows = max_position_embeddings + 2)
     "opt": Family("OPT", (_text("decoder.embed_positions.weight", "decoder positions", offset=2, length_default=2048),)),
-    "bart": Family("BART", (_text("encoder.embed_positions.weight", "encoder positions", offset=2, length_default=1024),
-                            _text("decoder.embed_positions.weight", "decoder positions", offset=2, length_default=1024))),
+    "biogpt": Family("BioGPT", (_text("embed_positions.weight", offset=2, length_default=1024),)),
+    **{t: Family(n, (_text(_BERT, offset=2, length_default=d),)) for t, n, d in
+       [("nystromformer", "Nyströmformer", 510), ("mra", "MRA", 512), ("yoso", "YOSO", 4096)]},
+    **{t: _seq2seq(n, 2, 1024) for t, n in [("bart", "BART"), ("mbart", "mBART"), ("plbart", "PLBart"),
+                                            ("mvp", "MVP")]},
+    # encoder-decoders whose position p is row p
+    "blenderbot": _seq2seq("Blenderbot", 0, 128),
+    "blenderbot-small": _seq2seq("Blenderbot-small", 0, 512),
+    "bigbird_pegasus": _seq2seq("BigBirdPegasus", 0, 4096),
+    "led": _seq2seq("LED", 0, 1024, enc_keys=("max_encoder_position_embeddings",),
+                    dec_keys=("max_decoder_position_embeddings",), enc_default=16384),
     "whisper": Family("Whisper", (
         _text(("decoder.embed_positions.weight", "decoder.positional_embedding"), "decoder positions",
               length_keys=("max_target_positions",), length_default=448),
         _text(("encoder.embed_positions.weight", "encoder.positional_embedding"), "encoder positions",
               role="sinusoidal", length_keys=("max_source_positions",), length_default=1500),
     )),
-    "vit": Family("ViT", (Slot(("embeddings.position_embeddings",), "patch positions", prefix_tokens=1),)),
-    "deit": Family("DeiT", (Slot(("embeddings.position_embeddings",), "patch positions", prefix_tokens=2),)),
-    "clip": Family("CLIP", (
-        Slot((_CLIP_VISION,), "vision patch positions", section="vision_config", prefix_tokens=1, image_default=(224, 32)),
-        _text(_CLIP_TEXT, "text positions", section="text_config", length_default=77),
-    )),
-    "clip_vision_model": Family("CLIP vision", (
-        Slot((_CLIP_VISION,), "vision patch positions", prefix_tokens=1, image_default=(224, 32)),)),
-    "siglip": Family("SigLIP", (
-        Slot((_CLIP_VISION,), "vision patch positions", section="vision_config", prefix_tokens=0),
-        _text(_CLIP_TEXT, "text positions", section="text_config", length_default=64),
-    )),
-    "siglip_vision_model": Family("SigLIP vision", (
-        Slot((_CLIP_VISION,), "vision patch positions", prefix_tokens=0),)),
+    # vision transformers: prefix rows (CLS, distillation), then the patch grid in raster order
+    **{t: Family(n, (_vision(_VIT, p),)) for t, n, p in
+       [("vit", "ViT", 1), ("deit", "DeiT", 2), ("vit_msn", "ViT-MSN", 1), ("dinov2", "DINOv2", 1),
+        ("dinov2_with_registers", "DINOv2 with registers", 1), ("dpt", "DPT", 1), ("ijepa", "I-JEPA", 0),
+        ("internvl_vision", "InternVL vision", 1), ("qianfan_ocr_vision", "Qianfan-OCR vision", 1)]},
+    "yolos": Family("YOLOS", (_vision(_VIT, 1, suffix_key="num_detection_tokens", image_default=((800, 1333), 16)),)),
+    "mgp-str": Family("MGP-STR", (_vision("embeddings.pos_embed", 1, image_default=((32, 128), 4)),)),
+    "pixio": Family("Pixio", (_vision(_VIT, "n_cls_tokens", prefix_default=8),)),
+    "audio-spectrogram-transformer": Family("Audio Spectrogram Transformer", (
+        _vision(_VIT, 2, "spectrogram patch positions (frequency x time)", grid="spectrogram"),)),
+    **{t: Family(n, (_vision(_CLIPV, p, image_default=d),)) for t, n, p, d in
+       [("clip_vision_model", "CLIP vision", 1, (224, 32)), ("chinese_clip_vision_model", "Chinese-CLIP vision", 1, (224, 32)),
+        ("siglip_vision_model", "SigLIP vision", 0, (224, 16)), ("aimv2_vision_model", "AIMv2 vision", 0, (224, 14)),
+        ("idefics3_vision", "Idefics3 vision", 0, (224, 32)), ("smolvlm_vision", "SmolVLM vision", 0, (224, 32)),
+        ("granite_docling_vision", "Granite-Docling vision", 0, (512, 16))]},
+    # two towers (or a text model with a vision encoder): choose one with key
+    "clip": _clip_like("CLIP", 77, 1, (224, 32)),
+    "clipseg": _clip_like("CLIPSeg", 77, 1, (224, 32)),
+    "metaclip_2": _clip_like("MetaCLIP 2", 77, 1, (224, 32)),
+    "owlvit": _clip_like("OWL-ViT", 16, 1, (768, 32)),
+    "owlv2": _clip_like("OWLv2", 16, 1, (960, 16)),
+    "siglip": _clip_like("SigLIP", 64, 0, (224, 16)),
+    "aimv2": _clip_like("AIMv2", 77, 0, (224, 14)),
+    "chinese_clip": _dual("Chinese-CLIP", _text("text_model." + _BERT, "text positions", section="text_config",
+                                                length_default=512),
+                          _vision("vision_model." + _CLIPV, 1, "vision patch positions", section="vision_config",
+                                  image_default=(224, 32))),
+    "altclip": _dual("AltCLIP", _text("text_model.roberta." + _BERT, "text positions", section="text_config",
+                                      offset="padding", length_default=514),
+                     _vision("vision_model." + _CLIPV, 1, "vision patch positions", section="vision_config",
+                             image_default=(224, 32))),
+    "git": _dual("GIT", _text(_BERT, "text positions", length_default=1024),
+                 _vision("image_encoder.vision_model." + _CLIPV, 1, "image patch positions", section="vision_config",
+                         image_default=(224, 16))),
+    "blip": _dual("BLIP", _text("text_model." + _BERT, "text positions", section="text_config", length_default=512),
+                  _vision("vision_model.embeddings.position_embedding", 1, "vision patch positions",
+                          section="vision_config", image_default=(384, 16))),
+    "flava": _dual("FLAVA", _text("text_model." + _BERT, "text positions", section="text_config", length_default=512),
+                   _vision("image_model." + _VIT, 1, "image patch positions", section="image_config",
+                           image_default=(224, 16))),
+    "groupvit": _dual("GroupViT", _text("text_model." + _CLIPV, "text positions", section="text_config",
+                                        length_default=77),
+                      _vision("vision_model." + _VIT, 0, "vision patch positions", section="vision_config",
+                              image_default=(224, 16))),
 }
 
 _PREFIX_NAMES = {0: "none", 1: "CLS", 2: "CLS + distillation"}
@@ -150,6 +253,8 @@ class Candidate:
         Rows before the patch grid (CLS, distillation), vision tables only.
     reason : str
         How offset and grid were derived from the table and the config.
+    rule : str
+        The convention applied (family rule, a generic rule, or the user's offset), as recorded in summary.csv.
     problem : str
         Why the tensor cannot be used as stated (empty if it can).
     """
@@ -163,6 +268,7 @@ class Candidate:
     prefix_tokens: int | None = None
     reason: str = ""
     problem: str = ""
+    rule: str = ""
 
     @property
     def key(self) -> str | None:
@@ -170,13 +276,14 @@ class Candidate:
 
     @property
     def usable(self) -> bool:
-        return self.role in ("learned", "name match") and not self.problem
+        return self.role in ("learned", "name match", "single table") and not self.problem
 
     def describe(self) -> str:
         t = self.tensor
         parts = [f"{t.key if t.key is not None else '<array>'}  {t.shape}  {t.dtype}"]
         if self.role not in ("integer buffer", "not a table"):
-            parts.append(f"offset {self.offset}" if self.offset is not None else "offset ?")
+            parts.append(f"offset {self.offset}" if self.offset is not None else
+                         "offset 0 unless set" if self.rule else "offset ?")
         if self.grid:
             parts.append(f"grid {self.grid[0]}x{self.grid[1]}, prefix tokens {self.prefix_tokens}")
         parts.append(f"{self.role}{': ' + self.what if self.what else ''}")
@@ -234,12 +341,40 @@ def _matches(name: str | None, suffix: str) -> bool:
     return name is not None and (name == suffix or name.endswith("." + suffix))
 
 
+def _positive(value, what) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config {what} = {value!r}: expected a positive integer")
+    return value
+
+
 def _pair(value, what) -> tuple[int, int]:
     if isinstance(value, (list, tuple)) and len(value) == 2:
-        return int(value[0]), int(value[1])
+        return _positive(value[0], what), _positive(value[1], what)
     if isinstance(value, int) and not isinstance(value, bool):
-        return value, value
-    raise ValueError(f"config {what} must be an integer or [height, width], got {value!r}")
+        return _positive(value, what), value
+    raise ValueError(f"config {what} = {value!r}: expected a positive integer or [height, width]")
+
+
+def _grid(slot: Slot, cfg: dict, where: str) -> tuple[tuple[int, int], str]:
+    """(rows, cols) of the patch grid from the config, and how it was computed."""
+    if slot.grid == "spectrogram":  # AST: (num_mel_bins − patch)/frequency_stride + 1 by (max_length − patch)/time_stride + 1
+        get = {k: _positive(cfg.get(k, d), f"{where}{k}") for k, d in
+               [("num_mel_bins", 128), ("max_length", 1024), ("patch_size", 16), ("frequency_stride", 10),
+                ("time_stride", 10)]}
+        f = (get["num_mel_bins"] - get["patch_size"]) // get["frequency_stride"] + 1
+        t = (get["max_length"] - get["patch_size"]) // get["time_stride"] + 1
+        return (f, t), (f"{f} frequency x {t} time patches from {where}num_mel_bins {get['num_mel_bins']}, max_length "
+                        f"{get['max_length']}, patch_size {get['patch_size']}, strides {get['frequency_stride']}/"
+                        f"{get['time_stride']}")
+    defaulted = [k for k in ("image_size", "patch_size") if k not in cfg]
+    image = _pair(cfg.get("image_size", slot.image_default[0]), f"{where}image_size")
+    patch = _pair(cfg.get("patch_size", slot.image_default[1]), f"{where}patch_size")
+    grid = (image[0] // patch[0], image[1] // patch[1])
+    if min(grid) < 1:
+        raise ValueError(f"config {where}patch_size {patch} is larger than {where}image_size {image}: no patch fits")
+    return grid, (f"{grid[0]}x{grid[1]} patches = {where}image_size {cfg.get('image_size', slot.image_default[0])} / "
+                  f"patch_size {cfg.get('patch_size', slot.image_default[1])}"
+                  + (f" ({' and '.join(defaulted)} not in config: transformers' default)" if defaulted else ""))
 
 
 def _from_slot(info: TensorInfo, family: Family, slot: Slot, config: dict) -> Candidate:
@@ -257,47 +392,71 @@ def _from_slot(info: TensorInfo, family: Family, slot: Slot, config: dict) -> Ca
     if slot.sinusoidal_flag and cfg.get(slot.sinusoidal_flag):
         role = "sinusoidal"
         what += f" ({slot.sinusoidal_flag} = true)"
-    if slot.prefix_tokens is not None:  # a vision table: prefix tokens, then the patch grid
-        defaulted = [k for k in ("image_size", "patch_size") if k not in cfg]
-        image = _pair(cfg.get("image_size", slot.image_default[0]), f"{where}image_size")
-        patch = _pair(cfg.get("patch_size", slot.image_default[1]), f"{where}patch_size")
-        grid = (image[0] // patch[0], image[1] // patch[1])
-        cells = grid[0] * grid[1]
-        offset = rows - cells
-        reason = (f"{rows} rows = {offset} prefix row(s) + {grid[0]}x{grid[1]} patches "
-                  f"({where}image_size {cfg.get('image_size', slot.image_default[0])} / "
-                  f"patch_size {cfg.get('patch_size', slot.image_default[1])}"
-                  + (f"; {' and '.join(defaulted)} not in config: transformers' default" if defaulted else "") + ")")
-        problem = ""
-        if offset != slot.prefix_tokens:
-            problem = (f"{rows} rows − {grid[0]}x{grid[1]} = {cells} patches leaves {offset} prefix row(s), but "
-                       f"{family.name} has {slot.prefix_tokens} ({_PREFIX_NAMES.get(slot.prefix_tokens)}); "
-                       "check image_size and patch_size in config.json")
-        return Candidate(info, role, what, offset, cells, grid, slot.prefix_tokens, reason, problem)
+    try:
+        if slot.prefix_tokens is not None:
+            return _vision_candidate(info, family, slot, cfg, where, rows, role, what)
+        return _text_candidate(info, family, slot, cfg, where, rows, role, what)
+    except ValueError as exc:
+        return Candidate(info, role, what, problem=str(exc))
+
+
+def _vision_candidate(info, family, slot, cfg, where, rows, role, what) -> Candidate:
+    grid, how = _grid(slot, cfg, where)
+    cells = grid[0] * grid[1]
+    if isinstance(slot.prefix_tokens, str):
+        prefix = cfg.get(slot.prefix_tokens, slot.prefix_default)
+        prefix = prefix if isinstance(prefix, int) and not isinstance(prefix, bool) and prefix >= 0 else None
+        prefix_how = f"{where}{slot.prefix_tokens} = {prefix}"
+        if prefix is None:
+            raise ValueError(f"config {where}{slot.prefix_tokens} is not a non-negative integer")
+    else:
+        prefix, prefix_how = slot.prefix_tokens, _PREFIX_NAMES.get(slot.prefix_tokens, str(slot.prefix_tokens))
+    suffix = 0
+    if slot.suffix_key:
+        suffix = cfg.get(slot.suffix_key, 100)
+        suffix = suffix if isinstance(suffix, int) and not isinstance(suffix, bool) and suffix >= 0 else None
+        if suffix is None:
+            raise ValueError(f"config {where}{slot.suffix_key} is not a non-negative integer")
+    offset = rows - cells - suffix
+    rule = (f"{family.name}: {prefix} prefix row(s) ({prefix_how}), then the patch grid in raster order"
+            + (f", then {suffix} row(s) of {where}{slot.suffix_key}" if suffix else ""))
+    reason = f"{rows} rows = {offset} prefix row(s) + {how}" + (f" + {suffix} {slot.suffix_key}" if suffix else "")
+    problem = "" if offset == prefix else (
+        f"{rows} rows − {grid[0]}x{grid[1]} = {cells} patches{f' − {suffix} {slot.suffix_key}' if suffix else ''} "
+        f"leaves {offset} prefix row(s), but {family.name} has {prefix} ({prefix_how}); check image_size and "
+        "patch_size in config.json")
+    return Candidate(info, role, what, prefix, cells, grid, prefix, reason, problem, rule)
+
+
+def _text_candidate(info, family, slot, cfg, where, rows, role, what) -> Candidate:
     key = next((k for k in slot.length_keys if k in cfg), None)
     length = cfg[key] if key else slot.length_default
     source = f"{where}{key}" if key else f"{where}{slot.length_keys[0]} (not in config: transformers' default)"
-    if not isinstance(length, int) or isinstance(length, bool):
-        return Candidate(info, role, what, problem=f"config {source} = {length!r} is not an integer")
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ValueError(f"config {source} = {length!r} is not a positive integer")
     if slot.offset == "padding":
-        pad = cfg.get("pad_token_id", 1)
-        if not isinstance(pad, int) or isinstance(pad, bool):
-            return Candidate(info, role, what, problem=f"config {where}pad_token_id = {pad!r} is not an integer; "
-                                                       f"{family.name} positions start at pad_token_id + 1")
+        pad = cfg.get("pad_token_id", slot.pad_default)
+        if not isinstance(pad, int) or isinstance(pad, bool) or pad < 0:
+            raise ValueError(f"config {where}pad_token_id = {pad!r} is not a non-negative integer; "
+                             f"{family.name} positions start at pad_token_id + 1")
         offset = pad + 1
+        rule = f"{family.name}: position p is row pad_token_id + 1 + p (transformers' padding_idx + 1)"
         reason = (f"positions start at padding_idx + 1 = pad_token_id {pad} + 1 = {offset}"
-                  f"{'' if 'pad_token_id' in cfg else ' (pad_token_id not in config: default 1)'}; "
+                  f"{'' if 'pad_token_id' in cfg else f' (pad_token_id not in config: default {pad})'}; "
                   f"{rows} rows = {source} {length}, so {rows - offset} positions")
         problem = "" if rows == length else (
             f"{rows} rows but {source} = {length}; {family.name} tables have exactly max_position_embeddings rows "
             f"(the first {offset} before position 0)")
-        return Candidate(info, role, what, offset, rows - offset, reason=reason, problem=problem)
+        return Candidate(info, role, what, offset, rows - offset, reason=reason, problem=problem, rule=rule)
     offset = rows - length
+    rule = f"{family.name}: position p is row {slot.offset} + p" + (
+        f" (rows = {slot.length_keys[0]} + {slot.offset})" if slot.offset else "")
     reason = f"offset {offset} = {rows} rows − {source} {length} ({family.name} uses {slot.offset})"
     problem = "" if offset == slot.offset else (
         f"{rows} rows − {source} {length} = offset {offset}, but {family.name} uses offset {slot.offset}; "
         "check the config and the tensor")
-    return Candidate(info, role, what, offset, length if offset >= 0 else None, reason=reason, problem=problem)
+    return Candidate(info, role, what, offset, length if offset >= 0 else None, reason=reason, problem=problem,
+                     rule=rule)
 
 
 def _bad_dtype(info: TensorInfo, what: str = "") -> Candidate:
@@ -313,17 +472,34 @@ def _by_name(info: TensorInfo) -> Candidate:
     rows = _table_rows(info.shape)
     if rows is None:
         return Candidate(info, "not a table", problem=f"shape {info.shape} is not (rows, dim) or (1, rows, dim)")
-    return Candidate(info, "name match", "no family rule: offset unknown, 0 unless set", reason="named like a position table")
+    return Candidate(info, "name match", "no family rule: offset unknown, set offset",
+                     reason="named like a position table")
+
+
+def _slot_of(info: TensorInfo, family: Family | None) -> Slot | None:
+    """The family slot whose tensor name matches ``info`` best (the longest matching suffix), or None."""
+    if family is None or info.key is None:
+        return None
+    best = [(len(x), slot) for slot in family.slots for x in slot.suffixes if _matches(info.key, x)]
+    return max(best, key=lambda t: t[0])[1] if best else None
 
 
 def _explicit(info: TensorInfo, family: Family | None, config: dict) -> Candidate:
-    if family is not None:
-        for slot in family.slots:
-            if any(_matches(info.key, s) for s in slot.suffixes):
-                return _from_slot(info, family, slot, config)
+    slot = _slot_of(info, family)
+    if slot is not None:
+        return _from_slot(info, family, slot, config)
     cand = _by_name(info)
-    return cand if cand.problem else Candidate(info, "name match", "chosen with key: offset unknown, 0 unless set",
+    return cand if cand.problem else Candidate(info, "name match", "chosen with key: offset unknown, set offset",
                                                reason="given as key")
+
+
+def _not_a_table_advice(info: TensorInfo) -> str:
+    """What to do with a file's single array that is not a float (rows, dim) table."""
+    if info.dtype not in FLOAT_DTYPES:
+        return (f"its one array {info.shape} has dtype {info.dtype}, not a float table of position vectors; "
+                "save the float table (e.g. numpy.save(path, table.astype('float32')))")
+    return (f"its one array has shape {info.shape}, not (rows, dim) or (1, rows, dim); save the table as a 2-D "
+            "array of one row per position (e.g. table.reshape(-1, dim) if the leading axes are positions)")
 
 
 def select_position_table(path, key: str | None = None) -> Selection:
@@ -359,7 +535,7 @@ def select_position_table(path, key: str | None = None) -> Selection:
     candidates: list[Candidate] = []
     mine: list[Candidate] = []  # matched by the family's rules
     for info in tensors:
-        slot = next((s for s in family.slots if any(_matches(info.key, x) for x in s.suffixes)), None) if family else None
+        slot = _slot_of(info, family)
         if slot is not None:
             mine.append(_from_slot(info, family, slot, config))
             candidates.append(mine[-1])
@@ -400,23 +576,33 @@ def select_position_table(path, key: str | None = None) -> Selection:
         names = ", ".join(s for slot in family.slots for s in slot.suffixes)
         return done(None, f"model_type {model_type!r}: no float tensor named {names} (with any prefix)")
     why = "no config.json" if ckpt.config is None else (
-        f"model_type {model_type!r} is not a known family ({', '.join(FAMILIES)})" if model_type
+        f"model_type {model_type!r} is not a family poslab knows" if model_type
         else "config.json has no model_type")
     floats = [i for i in tensors if i.dtype in FLOAT_DTYPES and _table_rows(i.shape) is not None]
-    if len(tensors) == 1 and floats:
-        cand = Candidate(floats[0], "name match", "the file's only tensor: offset unknown, 0 unless set",
+    if len(tensors) == 1 and not floats:
+        return done(None, f"{why}; {_not_a_table_advice(tensors[0])}")
+    if len(tensors) == 1 and ckpt.config is None:
+        cand = Candidate(floats[0], "single table", "the file's only array", None,
+                         reason="the only array in the file, and no config.json",
+                         rule="a single table without config: row p is position p (offset 0; set offset to change)")
+        if cand.tensor not in [c.tensor for c in candidates]:
+            candidates.append(cand)
+        return done(cand, f"{why}; the file holds this one table: {cand.rule}")
+    if len(tensors) == 1:
+        cand = Candidate(floats[0], "name match", "the file's only tensor: offset unknown, set offset",
                          reason="the only tensor in the file")
         if cand.tensor not in [c.tensor for c in candidates]:
             candidates.append(cand)
-        return done(cand, f"{why}; the file holds this one tensor")
+        return done(cand, f"{why}; the file holds this one tensor, but which row holds position 0 is unknown")
     usable = [c for c in candidates if c.usable]
     if len(usable) == 1:
-        return done(usable[0], f"{why}; the only float tensor named like a position table (offset unknown: 0 "
-                               "unless set)")
+        return done(usable[0], f"{why}; the only float tensor named like a position table, but which row holds "
+                               "position 0 is unknown")
     if usable:
         return done(None, f"{why}; {len(usable)} float tensors are named like a position table: ambiguous, "
-                          "choose one with key = NAME")
-    return done(None, f"{why}; no float tensor is named like a position table; choose one with key = NAME")
+                          "choose one with key = NAME (and give offset = ROW OF POSITION 0)")
+    return done(None, f"{why}; no float tensor is named like a position table; choose one with key = NAME "
+                      "(and give offset = ROW OF POSITION 0)")
 
 
 def load_position_table(selection: Selection) -> np.ndarray:
@@ -446,7 +632,18 @@ def describe_selection(selection: Selection) -> str:
     else:
         head.append("candidate position tensors: none")
     if selection.chosen is not None:
-        head.append(f"used: {selection.chosen.key if selection.chosen.key is not None else '<array>'} — {selection.reason}")
+        c = selection.chosen
+        head.append(f"used: {c.key if c.key is not None else '<array>'} — {selection.reason}")
+        if c.offset is None and c.rule:
+            head.append(f"rows: position 0 at row 0 unless offset is given — rule: {c.rule}")
+        elif c.offset is None:
+            head.append("rows: unknown — no rule applies; give offset = ROW OF POSITION 0 (0 for GPT-2/BERT-style "
+                        "tables, pad_token_id + 1 for RoBERTa-style, 2 for OPT/BART-style; check the model's code), "
+                        "and grid = \"RxC\" for a vision table")
+        else:
+            rows = f"rows: position 0 at row {c.offset}" + (
+                f", {c.prefix_tokens} prefix row(s), patch grid {c.grid[0]}x{c.grid[1]}" if c.grid else "")
+            head.append(f"{rows} — rule: {c.rule or c.reason}")
     else:
         head.append(f"used: none — {selection.reason}")
     return "\n".join(head)

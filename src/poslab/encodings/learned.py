@@ -44,6 +44,10 @@ class LearnedTable:
         Rows before the patch grid (vision tables).
     reason : str
         How the tensor, offset and grid were chosen.
+    rule : str
+        The convention that maps rows to positions: a family's (``offset`` detected, a different
+        ``offset`` is an error), or a stated generic rule with ``offset`` None (row p is position p
+        unless ``offset`` is given). Empty when none applies: ``offset`` must then be given.
     """
 
     table: np.ndarray
@@ -53,6 +57,7 @@ class LearnedTable:
     grid: tuple[int, int] | None = None
     prefix_tokens: int | None = None
     reason: str = ""
+    rule: str = ""
 
 
 def _fingerprint(path: Path) -> tuple:
@@ -86,7 +91,8 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
         path = bundled_path(source)
         grid = BUNDLED_GRIDS.get(source)
         return LearnedTable(_readonly(np.load(path, allow_pickle=False), source), path.name,
-                            list_tensors(path)[0].dtype, None, grid, 0 if grid else None, "bundled table")
+                            list_tensors(path)[0].dtype, None, grid, 0 if grid else None, "bundled table",
+                            "bundled table: row p is position p" + (" (patches in raster order)" if grid else ""))
     path = Path(source)
     if path.exists() and is_training_run(path):
         run = open_training_run(path)
@@ -98,7 +104,7 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
         file = run.snapshot(step)
         name = str(file.relative_to(run.path))
         return LearnedTable(_readonly(load_tensor(file), f"{source} {name}"), name, list_tensors(file)[0].dtype,
-                            None, None, None, f"training run step {step}")
+                            None, None, None, f"training run step {step}", "poslab training run: row p is position p")
     if step is not None:
         raise ValueError(f"learned: step = {step} is only for training-run folders (holding {RUN_FILE}); "
                          f"{source} is not one")
@@ -107,7 +113,7 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
     table = _readonly(load_position_table(selection), f"{path.name}[{chosen.key}]" if chosen.key else path.name)
     tensor = chosen.key if chosen.key is not None else selection.checkpoint.weights_name
     return LearnedTable(table, tensor, chosen.tensor.dtype, chosen.offset, chosen.grid, chosen.prefix_tokens,
-                        selection.reason)
+                        selection.reason, chosen.rule)
 
 
 def load_learned(source: str, key: str | None = None, step: int | None = None) -> LearnedTable:
@@ -268,20 +274,39 @@ class Learned(Encoding):
         """(offset used, grid used), checked against what the source says."""
         st = self.stored()
         name = f"learned({self.source})"
+        rows = len(st.table)
+        if self.offset is not None and self.offset >= rows:
+            raise ValueError(f"{name}: offset = {self.offset} is past the end of {st.tensor}, which has {rows} rows "
+                             f"(offsets 0..{rows - 1}); give the row that holds position 0")
         if self.offset is not None and st.offset is not None and self.offset != st.offset:
             raise ValueError(
                 f"{name}: offset = {self.offset} given, but {st.tensor} has position 0 at row {st.offset} "
                 f"({st.reason}); remove offset to use the detected {st.offset}"
             )
-        offset = self.offset if self.offset is not None else (st.offset or 0)
+        if self.offset is None and st.offset is None and not st.rule:
+            raise ValueError(
+                f"{name}: which row of {st.tensor} {st.table.shape} holds position 0 is unknown ({st.reason}); "
+                "poslab does not guess. Write offset = ROW OF POSITION 0 in the entry (0 for GPT-2/BERT-style "
+                "tables, pad_token_id + 1 for RoBERTa-style, 2 for OPT/BART-style; check the model's code), and "
+                'grid = "RxC" for a vision table; `poslab inspect` lists what was found')
+        offset = self.offset if self.offset is not None else (st.offset or 0)  # a stated rule's default: row 0
         grid = parse_grid(self.grid) if self.grid is not None else st.grid
         if self.grid is not None and st.grid is not None and grid != st.grid:
             raise ValueError(f"{name}: grid = {self.grid!r} given, but the source's grid is "
                              f"{st.grid[0]}x{st.grid[1]}; remove grid")
-        if grid is not None and offset + grid[0] * grid[1] > len(st.table):
+        if grid is not None and offset + grid[0] * grid[1] > rows:
             raise ValueError(f"{name}: a {grid[0]}x{grid[1]} grid from row {offset} needs "
-                             f"{offset + grid[0] * grid[1]} rows, but the table has {len(st.table)}")
+                             f"{offset + grid[0] * grid[1]} rows, but the table has {rows}")
         return offset, grid
+
+    def position_rule(self) -> str:
+        """How rows map to positions in this run: the source's rule, or the offset given."""
+        st = self.stored()
+        if self.offset is not None and st.offset is None:
+            return f"offset = {self.offset} given"
+        if st.offset is None and st.rule:
+            return st.rule
+        return st.rule or st.reason
 
     def _check_size(self, n_positions, dim):
         rows = len(self.table())
@@ -305,12 +330,12 @@ class Learned(Encoding):
         return window
 
     def run_info(self, n_positions: int) -> dict[str, Any]:
-        """``tensor``, ``source_dtype``, ``row_offset`` (row of position 0), ``grid_shape`` and ``prefix_tokens``."""
+        """``tensor``, ``source_dtype``, ``row_offset`` (row of position 0), ``grid_shape``, ``prefix_tokens``, ``position_rule``."""
         st = self.stored()
         offset, grid = self._layout()
         return {"tensor": st.tensor, "source_dtype": st.source_dtype, "row_offset": offset,
                 "grid_shape": f"{grid[0]}x{grid[1]}" if grid else None,
-                "prefix_tokens": offset if grid else None}
+                "prefix_tokens": offset if grid else None, "position_rule": self.position_rule()}
 
     def run_tables(self, table, n_positions):
         """For a vision table, ``grid_profiles`` and ``grid_maps`` over its whole patch grid.
