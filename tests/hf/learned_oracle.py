@@ -49,8 +49,12 @@ _SHRINK = {
      "num_heads", "decoder_num_attention_heads"): 4,
     ("num_key_value_heads",): 2,
     ("head_dim", "attention_head_dim", "kv_channels"): 8,
-    ("vocab_size",): 99,
+    ("vocab_size", "entity_vocab_size"): 99,
+    ("num_latents", "d_latents", "num_self_attends_per_block", "num_blocks"): 1,
 }
+
+
+_SHRINK_DEPTH = next(keys for keys in _SHRINK if "num_hidden_layers" in keys)
 
 
 def model_types() -> list[str]:
@@ -79,12 +83,13 @@ def shrink(config, image_size: int = 32, patch_size: int = 8):
     """Shrink a config (and its sub-configs) in place to a tiny CPU model."""
     for sub in _subconfigs(config):
         shrink(sub, image_size, patch_size)
+    depth = {k: getattr(config, k) for k in _SHRINK_DEPTH if isinstance(getattr(config, k, None), int)}
     for keys, value in _SHRINK.items():
         for k in keys:
             if isinstance(getattr(config, k, None), int) and not isinstance(getattr(config, k), bool):
                 setattr(config, k, value)
     for k in ("max_position_embeddings", "n_positions", "max_target_positions", "max_source_positions",
-              "n_ctx", "max_text_len"):
+              "n_ctx", "max_text_len", "max_encoder_position_embeddings", "max_decoder_position_embeddings"):
         if isinstance(getattr(config, k, None), int) and getattr(config, k) > 40:
             setattr(config, k, 40)
     if isinstance(getattr(config, "image_size", None), (int, list, tuple)):
@@ -100,6 +105,16 @@ def shrink(config, image_size: int = 32, patch_size: int = 8):
                 setattr(config, k, {"pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}.get(k, 3))
     if isinstance(getattr(config, "max_length", None), int) and hasattr(config, "num_mel_bins"):
         config.max_length, config.num_mel_bins = 32, 16  # spectrogram transformers: time x frequency
+    for k, v in list(vars(config).items()):  # per-layer lists (layer_types, attention_layers) follow the depth
+        if isinstance(v, list) and v and len(v) in depth.values() and not k.startswith("_") and "size" not in k:
+            setattr(config, k, v[:1])
+    if hasattr(config, "attention_types"):  # GPT-Neo: [[kinds, repeats]] expands to one kind per layer
+        config.attention_types = [[["global"], 1]]
+    if hasattr(config, "attention_window"):  # Longformer / LED pad inputs to a multiple of the window
+        aw = config.attention_window
+        config.attention_window = [4] * len(aw) if isinstance(aw, (list, tuple)) else 4
+    if hasattr(config, "pad_token_id") and config.pad_token_id is None and hasattr(config, "position_embedding_type"):
+        config.pad_token_id = 1  # ESM's default config has none; its checkpoints use 1
     if getattr(config, "num_key_value_heads", None) and getattr(config, "num_attention_heads", None):
         config.num_key_value_heads = 2 if config.num_attention_heads % 2 == 0 else config.num_attention_heads
     return config

@@ -93,7 +93,7 @@ def _bert(name, default=512, **kw):
     return Family(name, (_text(_BERT, length_default=default, **kw),))
 
 
-def _roberta(name, default=514, pad=1):
+def _roberta(name, default=512, pad=1):
     return Family(name, (_text(_BERT, offset="padding", length_default=default, pad_default=pad),))
 
 
@@ -142,16 +142,18 @@ FAMILIES: dict[str, Family] = {
     "big_bird": _bert("BigBird", 4096),
     "tapas": _bert("TAPAS", 1024),
     "distilbert": _bert("DistilBERT", sinusoidal_flag="sinusoidal_pos_embds"),
-    "canine": Family("CANINE", (_text("char_embeddings.char_position_embeddings.weight", length_default=16384),)),
+    "canine": Family("CANINE", (_text("char_embeddings.char_position_embeddings.weight", length_keys=("num_hash_buckets",),
+                                      length_default=16384),)),  # rows = hash buckets; position p is row p
     "xlm": Family("XLM", (_text("position_embeddings.weight", length_default=512, sinusoidal_flag="sinusoidal_embeddings"),)),
     "flaubert": Family("FlauBERT", (_text("position_embeddings.weight", length_default=512,
                                           sinusoidal_flag="sinusoidal_embeddings"),)),
     # RoBERTa-style: positions start after the padding row, at pad_token_id + 1
     **{t: _roberta(n) for t, n in [("roberta", "RoBERTa"), ("xlm-roberta", "XLM-RoBERTa"), ("camembert", "CamemBERT"),
-                                   ("xlm-roberta-xl", "XLM-RoBERTa-XL"), ("roberta-prelayernorm", "RoBERTa-PreLayerNorm"),
+                                   ("roberta-prelayernorm", "RoBERTa-PreLayerNorm"),
                                    ("data2vec-text", "Data2VecText"), ("xmod", "X-MOD"), ("mpnet", "MPNet"),
                                    ("ibert", "I-BERT"), ("luke", "LUKE")]},
-    "longformer": _roberta("Longformer", 4098),
+    "longformer": _roberta("Longformer"),
+    "xlm-roberta-xl": _roberta("XLM-RoBERTa-XL", 514),
     "markuplm": _roberta("MarkupLM", 512, pad=0),
     "esm": _roberta("ESM", 1026, pad=None),
     # OPT/BART-style: the table has 2 extra rows before position 0 (rows = max_position_embeddings + 2)
@@ -175,12 +177,15 @@ FAMILIES: dict[str, Family] = {
     )),
     # vision transformers: prefix rows (CLS, distillation), then the patch grid in raster order
     **{t: Family(n, (_vision(_VIT, p),)) for t, n, p in
-       [("vit", "ViT", 1), ("deit", "DeiT", 2), ("vit_msn", "ViT-MSN", 1), ("dinov2", "DINOv2", 1),
-        ("dinov2_with_registers", "DINOv2 with registers", 1), ("dpt", "DPT", 1), ("ijepa", "I-JEPA", 0),
-        ("internvl_vision", "InternVL vision", 1), ("qianfan_ocr_vision", "Qianfan-OCR vision", 1)]},
-    "yolos": Family("YOLOS", (_vision(_VIT, 1, suffix_key="num_detection_tokens", image_default=((800, 1333), 16)),)),
+       [("vit", "ViT", 1), ("deit", "DeiT", 2), ("vit_msn", "ViT-MSN", 1),
+        ("dinov2_with_registers", "DINOv2 with registers", 1), ("ijepa", "I-JEPA", 0)]},
+    "dinov2": Family("DINOv2", (_vision(_VIT, 1, image_default=(224, 14)),)),
+    "dpt": Family("DPT", (_vision(_VIT, 1, image_default=(384, 16)),)),
+    **{t: Family(n, (_vision(_VIT, 1, image_default=((448, 448), (14, 14))),)) for t, n in
+       [("internvl_vision", "InternVL vision"), ("qianfan_ocr_vision", "Qianfan-OCR vision")]},
+    "yolos": Family("YOLOS", (_vision(_VIT, 1, suffix_key="num_detection_tokens", image_default=((512, 864), 16)),)),
     "mgp-str": Family("MGP-STR", (_vision("embeddings.pos_embed", 1, image_default=((32, 128), 4)),)),
-    "pixio": Family("Pixio", (_vision(_VIT, "n_cls_tokens", prefix_default=8),)),
+    "pixio": Family("Pixio", (_vision(_VIT, "n_cls_tokens", prefix_default=8, image_default=(256, 16)),)),
     "audio-spectrogram-transformer": Family("Audio Spectrogram Transformer", (
         _vision(_VIT, 2, "spectrogram patch positions (frequency x time)", grid="spectrogram"),)),
     **{t: Family(n, (_vision(_CLIPV, p, image_default=d),)) for t, n, p, d in
@@ -193,9 +198,13 @@ FAMILIES: dict[str, Family] = {
     "clipseg": _clip_like("CLIPSeg", 77, 1, (224, 32)),
     "metaclip_2": _clip_like("MetaCLIP 2", 77, 1, (224, 32)),
     "owlvit": _clip_like("OWL-ViT", 16, 1, (768, 32)),
-    "owlv2": _clip_like("OWLv2", 16, 1, (960, 16)),
+    "owlv2": _clip_like("OWLv2", 16, 1, (768, 16)),
     "siglip": _clip_like("SigLIP", 64, 0, (224, 16)),
     "aimv2": _clip_like("AIMv2", 77, 0, (224, 14)),
+    "clip_text_model": Family("CLIP text", (_text(_CLIPV, "text positions", length_default=77),)),
+    "tipsv2": Family("TIPSv2", (_vision(("vision_encoder.pos_embed", "vision_model." + _VIT), 1, "vision patch positions",
+                                        section="vision_config", image_default=(448, 14)),)),
+    "tipsv2_vision_model": Family("TIPSv2 vision", (_vision(("pos_embed", _VIT), 1, image_default=(448, 14)),)),
     "chinese_clip": _dual("Chinese-CLIP", _text("text_model." + _BERT, "text positions", section="text_config",
                                                 length_default=512),
                           _vision("vision_model." + _CLIPV, 1, "vision patch positions", section="vision_config",
@@ -220,6 +229,8 @@ FAMILIES: dict[str, Family] = {
 }
 
 _PREFIX_NAMES = {0: "none", 1: "CLS", 2: "CLS + distillation"}
+#: the stated generic rule for a plain array without config.json (a .npy, one array of a .npz, a single-tensor file)
+_PLAIN_RULE = "a plain table without config: row p is position p (offset 0 unless offset is given)"
 
 #: names that look like a position table (used without a known model_type, and to list candidates).
 POSITION_NAME = re.compile(
@@ -552,6 +563,8 @@ def select_position_table(path, key: str | None = None) -> Selection:
                       else f"it holds: {_some(tensors)}")
             raise KeyError(f"no tensor {key!r} in {ckpt.weights_name}; {listed}")
         cand = _explicit(info, family, config)
+        if cand.role == "name match" and ckpt.config is None and str(ckpt.weights_name).endswith((".npy", ".npz")):
+            cand = dataclasses.replace(cand, role="single table", what="an array chosen with key", rule=_PLAIN_RULE)
         if cand.problem:
             raise ValueError(f"{ckpt.path}: key {key!r} cannot be used: {cand.problem}")
         if cand not in candidates:
@@ -584,7 +597,7 @@ def select_position_table(path, key: str | None = None) -> Selection:
     if len(tensors) == 1 and ckpt.config is None:
         cand = Candidate(floats[0], "single table", "the file's only array", None,
                          reason="the only array in the file, and no config.json",
-                         rule="a single table without config: row p is position p (offset 0; set offset to change)")
+                         rule=_PLAIN_RULE)
         if cand.tensor not in [c.tensor for c in candidates]:
             candidates.append(cand)
         return done(cand, f"{why}; the file holds this one table: {cand.rule}")

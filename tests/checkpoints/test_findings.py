@@ -1,0 +1,198 @@
+"""Issue 10's learned-table findings and issue 11's checkpoint items, one test each (no transformers needed).
+
+The layouts (tensor names, config keys, row conventions) are those transformers 5.24 writes with
+save_pretrained; tests/hf/test_learned_matrix.py checks the same rules against the models' forward pass.
+"""
+
+import json
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from poslab.checkpoints import list_tensors
+from poslab.cli import main
+from poslab.encodings import make_encoding
+
+BERT = "embeddings.position_embeddings.weight"
+
+
+def learned(source, **kw):
+    return make_encoding("learned", source=str(source), **kw)
+
+
+@pytest.mark.parametrize("model_type, pad", [
+    ("camembert", 1), ("xlm-roberta-xl", 1), ("roberta-prelayernorm", 1), ("data2vec-text", 1), ("xmod", 1),
+    ("mpnet", 1), ("longformer", 1), ("markuplm", 0), ("esm", 1), ("ibert", 1), ("luke", 1)])
+def test_padding_idx_plus_one_families(tmp_path, make_model, wpe, model_type, pad):
+    """Position p is row pad_token_id + 1 + p (rows 0..n-1 were used before)."""
+    folder = make_model(tmp_path, {"model_type": model_type, "max_position_embeddings": 20, "pad_token_id": pad},
+                        {BERT: wpe[:20, :8], "embeddings.word_embeddings.weight": wpe[500:510, :8]})
+    enc = learned(folder)
+    np.testing.assert_array_equal(enc.generate(20 - pad - 1, 1), wpe[pad + 1 : 20, :8])
+    assert enc.run_info(4)["row_offset"] == pad + 1
+    assert "pad_token_id + 1 + p" in enc.run_info(4)["position_rule"]
+
+
+@pytest.mark.parametrize("model_type, key", [
+    ("biogpt", "embed_positions.weight"), ("nystromformer", BERT), ("mra", BERT), ("yoso", BERT),
+    ("mbart", "encoder.embed_positions.weight"), ("plbart", "decoder.embed_positions.weight"),
+    ("mvp", "decoder.embed_positions.weight")])
+def test_offset_two_families_also_with_key(tmp_path, make_model, wpe, model_type, key):
+    tensors = {key: wpe[:18, :8]}
+    if model_type in ("mbart", "plbart", "mvp"):  # two tables: refused without key, offset 2 with it
+        other = key.replace("decoder", "X").replace("encoder", "decoder").replace("X", "encoder")
+        tensors[other] = wpe[100:118, :8]
+    folder = make_model(tmp_path, {"model_type": model_type, "max_position_embeddings": 16}, tensors)
+    if len(tensors) == 2:
+        with pytest.raises(ValueError, match="ambiguous: choose one with key"):
+            learned(folder).generate(4, 1)
+    enc = learned(folder, key=key) if len(tensors) == 2 else learned(folder)
+    np.testing.assert_array_equal(enc.generate(16, 1), wpe[2:18, :8])
+
+
+@pytest.mark.parametrize("model_type, config, rows, prefix, grid", [
+    ("vit_msn", {"image_size": 32, "patch_size": 8}, 17, 1, (4, 4)),
+    ("dinov2", {"image_size": 32, "patch_size": 8}, 17, 1, (4, 4)),
+    ("dinov2_with_registers", {"image_size": 32, "patch_size": 8, "num_register_tokens": 4}, 17, 1, (4, 4)),
+    ("yolos", {"image_size": [32, 24], "patch_size": 8, "num_detection_tokens": 5}, 1 + 12 + 5, 1, (4, 3)),
+    ("audio-spectrogram-transformer", {"num_mel_bins": 16, "max_length": 32, "patch_size": 8,
+                                       "frequency_stride": 10, "time_stride": 10}, 5, 2, (1, 3)),
+])
+def test_vision_prefixes_and_grids(tmp_path, make_model, wpe, model_type, config, rows, prefix, grid):
+    folder = make_model(tmp_path, {"model_type": model_type, **config},
+                        {"embeddings.position_embeddings": wpe[None, :rows, :8], "embeddings.cls_token": wpe[None, :1, :8]})
+    enc = learned(folder)
+    cells = grid[0] * grid[1]
+    np.testing.assert_array_equal(enc.generate(cells, 1), wpe[prefix : prefix + cells, :8])
+    info = enc.run_info(cells)
+    assert (info["row_offset"], info["grid_shape"], info["prefix_tokens"]) == (prefix, f"{grid[0]}x{grid[1]}", prefix)
+
+
+@pytest.mark.parametrize("model_type, key, section", [
+    ("owlvit", "vision_model.embeddings.position_embedding.weight", "vision_config"),
+    ("chinese_clip", "vision_model.embeddings.position_embedding.weight", "vision_config"),
+    ("blip", "vision_model.embeddings.position_embedding", "vision_config"),
+    ("git", "image_encoder.vision_model.embeddings.position_embedding.weight", "vision_config")])
+def test_vision_key_of_two_tower_models_skips_the_cls_row(tmp_path, make_model, wpe, model_type, key, section):
+    table = wpe[None, :10, :8] if not key.endswith("weight") else wpe[:10, :8]
+    text = {"git": "embeddings.position_embeddings.weight", "owlvit": "text_model.embeddings.position_embedding.weight"
+            }.get(model_type, "text_model.embeddings.position_embeddings.weight")
+    folder = make_model(tmp_path, {"model_type": model_type, section: {"image_size": 24, "patch_size": 8}},
+                        {key: table, text: wpe[200:216, :8]})
+    with pytest.raises(ValueError, match="ambiguous"):
+        learned(folder).generate(4, 1)
+    enc = learned(folder, key=key)
+    np.testing.assert_array_equal(enc.generate(9, 1), wpe[1:10, :8])
+    assert enc.run_info(9)["grid_shape"] == "3x3"
+
+
+@pytest.mark.parametrize("model_type, prefix", [("clip_vision_model", 1), ("siglip_vision_model", 0)])
+def test_vision_towers_saved_alone(tmp_path, make_model, wpe, model_type, prefix):
+    """transformers 5 saves CLIPVisionModel / SiglipVisionModel without the vision_model. prefix."""
+    folder = make_model(tmp_path, {"model_type": model_type, "image_size": 24, "patch_size": 8},
+                        {"embeddings.position_embedding.weight": wpe[: 9 + prefix, :8]})
+    np.testing.assert_array_equal(learned(folder).generate(9, 1), wpe[prefix : 9 + prefix, :8])
+
+
+def test_unknown_family_needs_an_explicit_offset(tmp_path, make_model, wpe):
+    """It silently got offset 0; now refused with what was found and what to write, unless offset is given."""
+    folder = make_model(tmp_path, {"model_type": "my_model", "max_position_embeddings": 20},
+                        {"embeddings.position_embeddings.weight": wpe[:22, :8]})
+    with pytest.raises(ValueError, match=r"which row of embeddings.position_embeddings.weight \(22, 8\) holds "
+                                         r"position 0 is unknown.*Write offset = ROW OF POSITION 0"):
+        learned(folder).generate(4, 1)
+    result = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert "rows: unknown — no rule applies; give offset" in result.output
+    enc = learned(folder, offset=2)
+    np.testing.assert_array_equal(enc.generate(20, 1), wpe[2:22, :8])
+    assert enc.run_info(20)["position_rule"] == "offset = 2 given"
+
+
+def test_inspect_says_tensor_rows_and_rule(tmp_path, make_model, wpe):
+    folder = make_model(tmp_path, {"model_type": "dinov2", "image_size": 32, "patch_size": 8},
+                        {"embeddings.position_embeddings": wpe[None, :17, :8]})
+    out = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert out.exit_code == 0, out.output
+    assert ("rows: position 0 at row 1, 1 prefix row(s), patch grid 4x4 — rule: DINOv2: 1 prefix row(s) (CLS), "
+            "then the patch grid in raster order") in out.output
+
+
+# ------------------------------------------------------------------- issue 11 checkpoint items
+@pytest.mark.parametrize("patch", [0, -8, [8, 0], 64, "8"])
+def test_degenerate_patch_size(tmp_path, make_model, wpe, patch):
+    folder = make_model(tmp_path, {"model_type": "vit", "image_size": 32, "patch_size": patch},
+                        {"embeddings.position_embeddings": wpe[None, :17, :8]})
+    with pytest.raises(ValueError, match=r"patch_size"):
+        learned(folder).generate(4, 1)
+    out = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert out.exit_code != 0 and "Traceback" not in out.output and "patch_size" in out.output
+
+
+def test_offset_past_the_table(tmp_path):
+    with pytest.raises(ValueError, match=r"offset = 2000 is past the end of gpt2_wpe.npy, which has 1024 rows "
+                                         r"\(offsets 0..1023\)"):
+        make_encoding("learned", source="gpt2", offset=2000).generate(4, 1)
+
+
+def test_empty_pt_file(tmp_path):
+    (tmp_path / "x.pt").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"x.pt: the file is empty \(0 bytes"):
+        learned(tmp_path / "x.pt").generate(4, 1)
+
+
+@pytest.mark.parametrize("array, advice", [
+    (np.zeros((2, 3, 4), np.float32), r"shape \(2, 3, 4\), not \(rows, dim\) or \(1, rows, dim\); save the table"),
+    (np.arange(12).reshape(6, 2), r"dtype int64, not a float table of position vectors; save the float table")])
+def test_npy_that_is_not_a_table(tmp_path, array, advice):
+    np.save(tmp_path / "t.npy", array)
+    with pytest.raises(ValueError, match=advice) as err:
+        learned(tmp_path / "t.npy").generate(2, 1)
+    assert "key = NAME" not in str(err.value)  # impossible for a .npy
+    out = CliRunner().invoke(main, ["inspect", str(tmp_path / "t.npy")])
+    assert out.exit_code != 0 and "key = NAME" not in out.output
+
+
+def test_npz_members_listed_from_headers_only(tmp_path, wpe):
+    """A small .npz whose member inflates to 256 MiB: listing decompresses only each member's header."""
+    path = tmp_path / "bomb.npz"
+    big = np.lib.format.header_data_from_array_1_0(np.zeros(1, np.float64))
+    big["shape"] = (2**25,)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("zeros.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, big)
+            chunk = bytes(2**22)
+            for _ in range(64):
+                f.write(chunk)
+        with zf.open("wpe.npy", "w") as f:
+            np.lib.format.write_array(f, wpe[:10, :8])
+    assert path.stat().st_size < 2**20
+    tracemalloc.start()
+    try:
+        infos = list_tensors(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(i.key, i.shape) for i in infos] == [("zeros", (2**25,)), ("wpe", (10, 8))]
+    assert peak < 2**22
+    np.testing.assert_array_equal(learned(path, key="wpe").generate(10, 1), wpe[:10, :8])
+
+
+def test_inspect_knows_bundled_names():
+    out = CliRunner().invoke(main, ["inspect", "gpt2"])
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith("gpt2: bundled table gpt2_wpe.npy (1024, 768) float32")
+    out = CliRunner().invoke(main, ["inspect", "siglip-so400m"])
+    assert "grid 27x27" in out.output
+
+
+def test_torch_advice_never_shown_for_any_refused_pickle(tmp_path):
+    import datetime
+
+    torch.save({"w": torch.zeros(2, 2), "x": datetime.date(2020, 1, 1)}, tmp_path / "set.pt")
+    out = CliRunner().invoke(main, ["inspect", str(tmp_path / "set.pt")])
+    assert out.exit_code != 0 and "weights_only=False" not in out.output and "trust" not in out.output
+    assert "poslab never unpickles" in out.output
