@@ -172,3 +172,33 @@ def test_deeply_nested_config_json(tmp_path, make_model, wpe):
     assert result.exit_code != 0 and "nested too deeply" in result.output and "Traceback" not in result.output
     with pytest.raises(SourceError, match=r"config.json: JSON nested too deeply"):
         make_encoding("learned", source=str(folder)).generate(4, 1)
+
+
+def test_hub_range_reads_decode_exactly_what_the_header_says(tmp_path, raw_safetensors, monkeypatch):
+    """The online path (not exercisable offline): its byte arithmetic, with the Hub replaced by a local file."""
+    import struct
+
+    from poslab.checkpoints import hub
+    from poslab.checkpoints.files import TensorInfo
+
+    bits = np.array([0x3F80, 0x4049, 0xC2F7, 0x7F80], dtype="<u2").tobytes()
+    table = np.arange(12, dtype="<f4").reshape(3, 4)
+    path = raw_safetensors(tmp_path / "model.safetensors", {"wte.weight": ("F32", (2, 2), bytes(16)),
+                                                             "wpe.weight": ("F32", (3, 4), table.tobytes()),
+                                                             "x": ("BF16", (4,), bits)})
+    (n,) = struct.unpack("<Q", path.read_bytes()[:8])
+    header = json.loads(path.read_bytes()[8 : 8 + n])
+    requests = []
+
+    def fake_range(repo_id, revision, filename, start, length):
+        requests.append((start, length))
+        return path.read_bytes()[start : start + length]
+
+    monkeypatch.setattr(hub, "_range", fake_range)
+    weights = hub.HubWeights("org/m", COMMIT,
+                             tuple(TensorInfo(k, tuple(v["shape"]), {"F32": "float32", "BF16": "bfloat16"}[v["dtype"]],
+                                              "model.safetensors") for k, v in header.items()),
+                             tuple(tuple(v["data_offsets"]) for v in header.values()))
+    np.testing.assert_array_equal(weights.read("wpe.weight"), table)
+    assert requests == [(0, 8), (8 + n + 16, 48)]  # the header length, then only the 48 bytes of the table
+    np.testing.assert_array_equal(weights.read("x"), np.array([1.0, 3.140625, -123.5, np.inf], np.float32))

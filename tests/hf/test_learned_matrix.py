@@ -131,8 +131,9 @@ def matrix(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf_matrix")
     out, start = {}, time.perf_counter()
     enumerated = model_types()
-    for model_type in enumerated:
-        if model_type in NOT_BUILT or not defines_position_table(model_type):
+    candidates = [t for t in enumerated if defines_position_table(t)]
+    for model_type in candidates:
+        if model_type in NOT_BUILT:
             continue
         p = probe(model_type)
         if p.error or p.model is None:
@@ -171,7 +172,9 @@ def matrix(tmp_path_factory):
         out[model_type] = {"status": "built", "tables": tables, "auto": chosen,
                            "auto_reason": getattr(auto, "reason", str(auto))}
         del p
-    out["__meta__"] = {"enumerated": len(enumerated), "seconds": time.perf_counter() - start,
+    out["__meta__"] = {"enumerated": len(enumerated), "candidates": len(candidates),
+                       "not_built": len([t for t in candidates if t in NOT_BUILT]),
+                       "seconds": time.perf_counter() - start,
                        "transformers": transformers.__version__}
     return out
 
@@ -217,8 +220,9 @@ def test_every_learned_table_is_read_as_the_model_uses_it_or_listed(matrix):
             problems.append(f"{model_type}: has learned table(s) {list(learned)} but no family rule; add it to "
                             "FAMILIES or list it in REFUSED with the reason")
     meta = matrix["__meta__"]
-    print(f"\ntransformers {meta['transformers']}: {meta['enumerated']} model types enumerated, "
-          f"{dict(_summary(matrix))}, {meta['seconds']:.1f} s")
+    print(f"\ntransformers {meta['transformers']}: {meta['enumerated']} model types with a base model, "
+          f"{meta['candidates']} define a position-like table, {meta['not_built']} listed NOT_BUILT; built: "
+          f"{dict(_summary(matrix))}; {meta['seconds']:.1f} s")
     assert not problems, "\n".join(problems)
 
 

@@ -192,16 +192,22 @@ class Learned(Encoding):
         (729 × 1152, a 27 × 27 patch grid) — or a path: a ``.npy``,
         ``.npz``, ``.safetensors`` or PyTorch ``.bin``/``.pt`` file (the last
         only with torch installed, through ``torch.load(weights_only=True)``),
-        a Hugging Face model folder or local cache snapshot, or a poslab
-        training-run folder. Nothing is downloaded.
+        a ``config.json``, a Hugging Face model folder or cache snapshot, a
+        Hub id ``ORG/NAME[@REVISION]`` (local cache first; see
+        :func:`poslab.checkpoints.resolve_model`), or a poslab training-run
+        folder.
     key : str or None
         Tensor name. Default: chosen from ``config.json`` ``model_type`` and
         the tensor names; ambiguity is an error listing the candidates.
     offset : int or None
-        Row that holds position 0. Default: detected from the model's config
-        (rows − max_position_embeddings: OPT/BART 2; RoBERTa pad_token_id + 1;
-        vision: the prefix tokens), else 0. An offset contradicting the
-        detected one is an error naming both.
+        Row that holds position 0 (for a vision table: the number of prefix
+        rows). Default: from the family's rule and the config (OPT/BART 2 =
+        rows − max_position_embeddings; RoBERTa-style pad_token_id + 1;
+        vision: CLS / distillation rows), see
+        :data:`poslab.checkpoints.FAMILIES`; 0 for plain arrays and bundled
+        tables (a stated rule). Required for an unknown family or a
+        checkpoint without config.json. An offset contradicting the
+        detected one, or past the table, is an error naming both.
     grid : str or None
         ``"ROWSxCOLS"`` patch grid of a vision table whose rows
         offset..offset + ROWS·COLS − 1 are patches in raster order. Default:
@@ -263,7 +269,7 @@ class Learned(Encoding):
         return {**params, "step": list(steps)}
 
     def stored(self) -> LearnedTable:
-        """The stored table with its origin (see :func:`load_learned`)."""
+        """The stored table with its origin (see :func:`load_learned`); reading is memoised per file fingerprint."""
         return load_learned(self.source, self.key, self.step)
 
     def table(self) -> np.ndarray:
