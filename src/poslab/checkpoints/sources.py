@@ -401,6 +401,9 @@ def resolve_model(source) -> ModelSource:
         return _folder_source(text, path, "model folder", path, "model folder")
     hub = parse_hub_id(text)
     if hub is not None:
-        return _hub_source(text, *hub)
+        try:
+            return _hub_source(text, *hub)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{text!r} is not an existing file or folder; as a Hub id: {exc}") from None
     raise FileNotFoundError(
         f"{text!r} is neither an existing file or folder nor a Hub id (ORG/NAME, optionally @REVISION)")
