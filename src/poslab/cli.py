@@ -260,11 +260,11 @@ def inspect(source, key):
 
     try:
         click.echo(inspect_source(source, key))
-    except NoTableError as exc:
+    except NoTableError as exc:  # the report, then why: exit 2 like any refused input
         click.echo(exc.report)
-        raise click.ClickException(f"no position table would be used: {exc.reason}") from None
+        raise BadInput(f"no position table would be used: {exc.reason}") from None
     except (OSError, KeyError, ValueError, ImportError) as exc:
-        raise click.ClickException(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
+        raise BadInput(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
 
 
 @main.command()

@@ -194,11 +194,11 @@ def test_inspect_lists_candidates_and_the_choice(tmp_path, make_model, wpe):
                       {"model.encoder.embed_positions.weight": wpe[:32, :8],
                        "model.decoder.embed_positions.weight": wpe[:32, :8]})
     result = CliRunner().invoke(main, ["inspect", str(bart)])
-    assert result.exit_code == 1  # refused: the report, then why
+    assert result.exit_code == 2  # refused: the report, then why (exit 2: input refused)
     assert result.output.count("offset 2  learned: BART") == 2
     assert "used: none — model_type 'bart' has 2 learned position tables" in result.output
     result = CliRunner().invoke(main, ["inspect", str(bart), "--key", "nope"])
-    assert result.exit_code == 1 and "no tensor 'nope'" in result.output
+    assert result.exit_code == 2 and "no tensor 'nope'" in result.output
 
 
 @pytest.mark.parametrize("config, name", [
