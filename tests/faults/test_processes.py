@@ -213,3 +213,21 @@ def test_full_disk_keeps_the_previous_result(tmp_path, poslab):
     assert {q.name: q.read_bytes() for q in (tmp_path / "res").iterdir()} == before
     assert not [q for q in tmp_path.iterdir() if TEMPORARY_PATTERN.match(q.name)]
     assert json.loads((tmp_path / "res" / "manifest.json").read_text())["study"] == "plain"
+
+
+def _die_on_three(x):
+    if x == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker is lost mid-run
+    return np.zeros(50_000) + x  # a result larger than a pipe buffer
+
+
+def test_a_lost_dask_worker_is_one_failed_item():
+    pytest.importorskip("dask.distributed")
+    from poslab.study.executors import map_unordered
+
+    with deadline(90):
+        out = dict(map_unordered(_die_on_three, list(range(6)), executor="dask", jobs=2))
+    assert sorted(out) == list(range(6))
+    assert [i for i, o in out.items() if o.error is not None] == [3]
+    assert "KilledWorker" in type(out[3].error).__name__ or "died" in str(out[3].error)
+    assert all(out[i].value[0] == i for i in (0, 1, 2, 4, 5))

@@ -33,7 +33,10 @@ Executors
     :class:`~dask.distributed.LocalCluster` of ``jobs`` single-threaded
     worker processes when no address is given. Needs the optional extra
     ``poslab[dask]``; workers need poslab installed and any table files the
-    study reads at the same paths.
+    study reads at the same paths. A run whose worker dies is a failed row
+    (``KilledWorker``); on the local cluster it is not retried, on a remote
+    scheduler its ``allowed-failures`` setting decides. An address that is
+    not one, or a scheduler that cannot be reached, is an OSError saying so.
 """
 
 from __future__ import annotations
@@ -320,7 +323,14 @@ def _map_dask(func, items, jobs, scheduler) -> Iterator[tuple[int, Outcome]]:
     cluster = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0")
+            import dask
+
+            # as with the process pool, a run whose worker dies is a failed row, not retried on the next
+            # worker (Dask's default retries it 3 times: an out-of-memory run would kill 4 workers); a worker
+            # holds one run at a time, so its death costs no queued neighbour
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                                  "distributed.scheduler.worker-saturation": 1.0}):
+                cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0")
             client = Client(cluster)
         else:
             try:
