@@ -25,7 +25,7 @@ STUDY = """
 name = "faults"
 n_positions = 256
 dim = 8
-seeds = [0, 1, 2, 3, 4, 5]
+seeds = [0, 1, 2, 3]
 
 [analysis]
 n_resamples = 40
@@ -69,22 +69,22 @@ def _study(tmp_path, seconds):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_a_killed_worker_costs_only_its_run(tmp_path, poslab, sig):
     """kill -9 (or -15) of one busy worker: one failed row naming the signal, the other runs finish, no hang."""
-    p = poslab(["run", _study(tmp_path, 1.0), "--out", tmp_path / "res", "--jobs", "2", "--no-progress"])
+    p = poslab(["run", _study(tmp_path, 0.6), "--out", tmp_path / "res", "--jobs", "2", "--no-progress"])
     started = wait_for(p.started, 30, "a run to start")
     victim, tag = next(iter(started.items()))
     os.kill(victim, sig)
     code, output = p.finish(60)
     assert code == 1, output  # some runs failed: written, exit 1
     summary = pd.read_csv(tmp_path / "res" / "summary.csv")
-    killed_seed = next(s for s in range(6) if _tag(s) == tag)
+    killed_seed = next(s for s in range(4) if _tag(s) == tag)
     failed = summary[summary["status"] != "ok"]
     assert list(failed["seed"]) == [killed_seed], output
     message = failed["message"].iloc[0]
     assert message.startswith("WorkerLost:") and signal.Signals(sig).name in message and str(victim) in message
     assert (summary.loc[summary["seed"] != killed_seed, "status"] == "ok").all()
     # results bigger than a pipe buffer made it back (the old pool deadlocked on exactly these)
-    assert len(pd.read_csv(tmp_path / "res" / "heatmaps.csv")) == 5 * 128 * 128
-    assert "1 of 6 runs failed" in output
+    assert len(pd.read_csv(tmp_path / "res" / "heatmaps.csv")) == 3 * 128 * 128
+    assert "1 of 4 runs failed" in output
 
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path, poslab):
@@ -226,8 +226,8 @@ def test_a_lost_dask_worker_is_one_failed_item():
     from poslab.study.executors import map_unordered
 
     with deadline(90):
-        out = dict(map_unordered(_die_on_three, list(range(6)), executor="dask", jobs=2))
-    assert sorted(out) == list(range(6))
+        out = dict(map_unordered(_die_on_three, list(range(5)), executor="dask", jobs=1))
+    assert sorted(out) == list(range(5))
     assert [i for i, o in out.items() if o.error is not None] == [3]
     assert "KilledWorker" in type(out[3].error).__name__ or "died" in str(out[3].error)
-    assert all(out[i].value[0] == i for i in (0, 1, 2, 4, 5))
+    assert all(out[i].value[0] == i for i in (0, 1, 2, 4))  # the nanny's new worker ran the rest
