@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import pickle
 import re
 import struct
@@ -40,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .sources import SourceError, cache_repo_of, confined, link_problem, read_json
+from .sources import SourceError, cache_repo_of, confined, link_problem, plain_name, read_json
 
 __all__ = ["TensorInfo", "list_tensors", "load_tensor", "SUPPORTED_SUFFIXES", "FLOAT_DTYPES", "TORCH_EXTRA"]
 
@@ -283,10 +282,7 @@ def _weight_map(path: Path) -> dict[str, str]:
 
 def _shard(path: Path, filename: str) -> Path:
     """The shard ``filename`` named by index ``path``: a weights file inside the index's folder (or cache repo)."""
-    if not isinstance(filename, str) or not filename or os.path.isabs(filename) or "\\" in filename \
-            or ".." in Path(filename).parts:
-        raise SourceError(f"{path} names the shard {filename!r}: expected a file name inside {path.parent} "
-                          "(no absolute path, no '..'); poslab never reads outside the model's folder")
+    plain_name(filename, where=str(path), what="shard")
     if filename.endswith(".index.json") or _suffix(Path(filename)) not in (".safetensors", *TORCH_SUFFIXES):
         raise SourceError(f"{path} names {filename!r} as a shard; shards are .safetensors or PyTorch weights "
                          "files, not an index or another format")

@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 
 __all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of",
-           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id"]
+           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name"]
 
 #: weights file names of a Hugging Face model folder, in order of preference.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -188,11 +188,17 @@ def confined(path: Path, root: Path, *, what: str) -> Path:
     return path
 
 
-def _plain_name(name: str, *, where: str) -> str:
-    """A file name entry (shard, revision) that must stay a relative path without '..'."""
+def plain_name(name, *, where: str, what: str = "file") -> str:
+    """``name`` itself, checked to be a file name relative to its folder (no absolute path, no '..').
+
+    Raises
+    ------
+    SourceError
+        Naming ``where`` (the file holding the entry) and what was found.
+    """
     if not isinstance(name, str) or not name or os.path.isabs(name) or name.startswith(("/", "\\")) \
             or ".." in Path(name).parts or "\\" in name:
-        raise SourceError(f"{where} names {name!r}: expected a file name relative to its folder "
+        raise SourceError(f"{where} names the {what} {name!r}: expected a file name inside its folder "
                           "(no absolute path, no '..'); poslab never reads outside the model's folder")
     return name
 
