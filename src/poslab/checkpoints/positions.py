@@ -1,49 +1,40 @@
 """Choose a checkpoint's learned position table from ``config.json`` ``model_type`` and tensor names.
 
-For every supported family (:data:`FAMILIES`) we know which tensors are
-position tables (matched after any prefix such as ``transformer.``,
-``model.``, ``bert.``, ``roberta.``, ``vision_model.``), which config key
-counts the positions, and which row holds position 0 in transformers' code:
+:data:`FAMILIES` maps each supported model type (91 with transformers 5.24) to its position
+tables: tensor names (matched on a '.' boundary after any prefix; the longest match wins), the
+config section and keys that count the positions or give the patch grid, and the family's rule
+for the row of position 0, as transformers' modeling code uses it:
 
-- gpt2, gpt_neo, openai-gpt: ``wpe.weight`` / ``positions_embed.weight``;
-  offset 0 = rows − n_positions (max_position_embeddings).
-- bert, distilbert: ``embeddings.position_embeddings.weight``; offset 0.
-  DistilBERT with ``sinusoidal_pos_embds`` has a fixed sinusoidal table.
-- roberta, xlm-roberta: the same name; positions start at padding_idx + 1 =
-  pad_token_id + 1, and rows = max_position_embeddings (514 for 512 positions).
-- opt: ``decoder.embed_positions.weight``; offset 2 = rows − max_position_embeddings.
-- bart: ``encoder.`` and ``decoder.embed_positions.weight``, offset 2 each
-  (two learned tables: choose one with ``key``).
-- whisper: the decoder's ``embed_positions.weight`` (or OpenAI's
-  ``decoder.positional_embedding``) is learned, offset 0 = rows −
-  max_target_positions; the encoder's is sinusoidal (fixed): recognised,
-  never taken as learned.
-- vit, deit: ``embeddings.position_embeddings`` of shape (1, prefix + N, d),
-  prefix 1 (CLS) or 2 (CLS + distillation), then the image_size / patch_size grid.
-- clip, siglip (and their ``_vision_model`` types):
-  ``vision_model.embeddings.position_embedding.weight`` (N + prefix, d),
-  prefix 1 (CLS) or 0, grid from ``vision_config``; full models also hold a
-  text table (``text_model...``), so they need ``key``.
+- position p is row p (GPT-2, BERT, CLIP text, Whisper decoder, LED, ...);
+- position p is row pad_token_id + 1 + p, rows = max_position_embeddings (RoBERTa and the
+  families that copy its embeddings: CamemBERT, XLM-R(-XL), MPNet, Longformer, ESM, ...);
+- position p is row 2 + p, rows = max_position_embeddings + 2 (OPT, BART, mBART, BioGPT, ...);
+- vision: ``prefix`` rows (CLS, distillation; an int or a config key), the patch grid
+  (image_size / patch_size, or AST's frequency x time grid) in raster order, then any
+  trailing rows (YOLOS detection tokens).
 
-The offset is always computed from the table and the config (rows minus the
-configured number of positions, or rows minus the patch grid) and then
-checked against the family's convention: a mismatch is an error naming both
-(case C8). Integer buffers (``position_ids``) are never taken. Several
-possible tables, or none, are refused with the candidates listed; nothing is
-guessed. Without a config (or with an unknown ``model_type``) a tensor is
-taken only if it is the file's only tensor, or the only float tensor named
-like a position table.
+The offset is computed from the table and the config (rows minus the configured positions,
+rows minus the grid) and checked against the family's rule: a mismatch is an error naming
+both (case C8). Fixed sinusoidal tables (Whisper's encoder, DistilBERT / XLM with their
+sinusoidal flag) are recognised and never taken as learned. Integer buffers are never taken.
+Several possible tables are refused with the candidates listed (choose with ``key``).
+
+No silent guesses: an unknown ``model_type`` or a checkpoint without ``config.json`` yields a
+candidate whose offset is unknown (``learned`` then requires ``offset``); only a plain array
+(a ``.npy``, one array of a ``.npz``, a single-tensor file without config) follows the stated
+rule "row p is position p". ``tests/hf/test_learned_matrix.py`` checks every family against
+the forward pass of a tiny model built by the installed transformers, and the defaults here
+against its config classes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import numpy as np
 
-from .files import FLOAT_DTYPES, TensorInfo, load_tensor
+from .files import FLOAT_DTYPES, TensorInfo
 from .models import Checkpoint, open_checkpoint
 
 __all__ = ["FAMILIES", "Candidate", "Selection", "select_position_table", "load_position_table"]
