@@ -628,7 +628,8 @@ def load_position_table(selection: Selection) -> np.ndarray:
 def describe_selection(selection: Selection) -> str:
     """Human-readable report for ``poslab inspect``."""
     ck = selection.checkpoint
-    head = [f"{ck.path}: {ck.what}, weights {ck.weights_name}"
+    rev = f" {ck.model.repo_id}@{ck.model.revision[:12]}" if ck.model.repo_id and ck.model.revision else ""
+    head = [f"{ck.path}: {ck.what}{rev}, weights {ck.weights_name}"
             + (f", config.json model_type {selection.model_type!r}" if ck.config is not None else ", no config.json")]
     if selection.candidates:
         head.append("candidate position tensors (* = used):")

@@ -333,7 +333,7 @@ def _hub_source(source: str, repo_id: str, revision: str | None) -> ModelSource:
         how = (f"HF_HUB_OFFLINE is set, so nothing is downloaded. Download it first (for example "
                f"`hf download {repo_id} config.json model.safetensors`), or unset HF_HUB_OFFLINE"
                if offline else "and it could not be found on the Hub")
-        raise FileNotFoundError(f"{source!r}: the Hub model {repo_id}"
+        raise FileNotFoundError(f"the Hub model {repo_id}"
                                 f"{'@' + revision if revision else ''} is not in the local cache {cache} "
                                 f"(HF_HUB_CACHE / HF_HOME), {how}")
     return ModelSource(source, "Hub id", repo, config, weights, repo_id, snap.name, revision or "main")
