@@ -46,6 +46,8 @@ _NUMERIC_COLUMNS = {
     "comparison": ("decay_length", "decay_length_ci_low", "decay_length_ci_high", "fit_se", "max_distance"),
 }
 FIGURES = tuple(STUDY_FIGURES)
+#: Prefix of a file being rewritten in place (``poslab plot``): written under this name, then renamed.
+_FILE_TMP = ".poslab-tmp-"
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
 
 
@@ -102,6 +104,7 @@ def _is_results_folder(folder: Path) -> bool:
         return False
     listed = [str(n) for n in (meta.get("tables") or []) + (meta.get("figures") or []) if isinstance(n, str)]
     known = {f"{t}.csv" for t in TABLES} | set(FIGURES) | set(listed) | {"manifest.json"}
+    known |= {f"{_FILE_TMP}{n}" for n in known}  # a `poslab plot` killed while writing one file
     return names <= known
 
 
@@ -161,7 +164,7 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     written = []
     for filename, draw in STUDY_FIGURES.items():
         path = folder / filename
-        tmp = folder / f".poslab-tmp-{filename}"  # keeps the suffix, which picks the format
+        tmp = folder / f"{_FILE_TMP}{filename}"  # keeps the suffix, which picks the format; a stale one is replaced
         try:
             fig = draw(tables, title)
             if fig is None:
@@ -259,7 +262,7 @@ def record_figures(folder, figures: list[str], failed: dict[str, str]) -> None:
     path = Path(folder) / "manifest.json"
     meta = read_manifest(folder)
     meta["figures"], meta["failed_figures"] = list(figures), dict(failed)
-    tmp = path.with_name(".poslab-tmp-manifest.json")
+    tmp = path.with_name(f"{_FILE_TMP}manifest.json")
     try:
         tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(tmp, path)
