@@ -16,7 +16,8 @@ taken from transformers' config classes and ship as data in
 ``hf_rope_architectures.json`` (``tests/hf/_rotary_oracle.py`` regenerates it;
 a test checks it against the installed transformers, and another checks every
 architecture against its rotary module). Rules that live in code rather than
-in class defaults are in :data:`ARCHITECTURE_RULES`.
+in class defaults are in :data:`ARCHITECTURE_KEYS`, :data:`REFUSED_ARCHITECTURES`
+and the reader itself (DBRX, conformer encoders).
 
 Reading order (transformers' ``RotaryEmbeddingConfigMixin`` and the
 ``_compute_*_parameters`` functions of ``modeling_rope_utils.py``):
@@ -51,8 +52,8 @@ from typing import Any, Mapping
 
 from .rope_scaling import LIST_KEYS, ROPE_TYPES, SCALING_KEYS, rope_scaling_keys
 
-__all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_RULES",
-           "NO_ROPE_SCHEMES"]
+__all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_KEYS",
+           "REFUSED_ARCHITECTURES", "NO_ROPE_SCHEMES"]
 
 _TABLE = Path(__file__).with_name("hf_rope_architectures.json")
 
@@ -71,15 +72,26 @@ def architectures() -> Mapping[str, dict]:
     return _table()["architectures"]
 
 
-#: Rules of transformers' config classes or rotary modules that are code, not class defaults
-#: (checked against the rotary modules in tests/hf). model_type -> rule name.
-ARCHITECTURE_RULES = {
-    "zamba2": "head_dim = 2 * hidden_size // num_attention_heads (Zamba2Config: attention runs on the "
-              "concatenation of the input and the original embedding)",
-    "dbrx": "rope_theta inside attn_config",
-    "hunyuan_v1_dense": "alpha", "hunyuan_v1_moe": "alpha", "hunyuan_vl_text": "alpha",
-    "phimoe": "short_mscale/long_mscale",
+#: Keys only some architectures read (transformers' rotary modules, checked in tests/hf): key -> model_types.
+#: The key in any other architecture's config is refused (transformers would ignore it).
+ARCHITECTURE_KEYS = {
+    "alpha": ("hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl_text"),  # NTK-alpha, with rope_type dynamic
+    "short_mscale": ("phimoe",), "long_mscale": ("phimoe",),  # longrope attention scaling
 }
+#: Architectures with a rotary module poslab does not read, and why (model_type -> reason).
+REFUSED_ARCHITECTURES = {
+    "efficientloftr": "a 2-D RoPE over the rows and columns of a feature map (EfficientLoFTR, a keypoint matcher)",
+    "eomt_dinov3": "a 2-D RoPE over normalised patch coordinates (DINOv3 backbone)",
+    "llama4_vision_model": "a 2-D RoPE over patch rows and columns (Llama 4 vision tower)",
+    "musicflamingo": "a RoPE over audio timestamps (seconds), not over token positions",
+    "clvp_encoder": "a rotary width max(projection_dim // (2 · num_attention_heads), 32) at a fixed base 10000 "
+                    "that no RoPE key of its config describes",
+    "cohere_compass_text": "per-layer-type RoPE (its rotary module reads rope_parameters['full_attention'])",
+}
+# Conformer audio encoders: RoPE over frames with base rotary_embedding_base, when position_embeddings_type is
+# 'rotary'; head width hidden_size // (this key).
+_CONFORMER_HEADS = {"wav2vec2-conformer": "num_attention_heads", "wav2vec2-bert": "num_attention_heads",
+                    "seamless_m4t": "speech_encoder_attention_heads"}
 
 #: Position schemes of well-known architectures without RoPE (the message of a refusal names them).
 NO_ROPE_SCHEMES = {
@@ -104,6 +116,8 @@ _NO_EFFECT = {
     "max_position_embeddings": "transformers reads max_position_embeddings from the top level of the config",
 }
 _MROPE = ("mrope_section", "mrope_interleaved")
+# Top-level keys that show a multimodal config is flat (its language model's keys at the top level).
+_FLAT_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "rope_theta", "rope_scaling", "rope_parameters")
 _HEAD_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim")
 
 
@@ -136,6 +150,9 @@ class RopeConfig:
         The top-level value (or its alias, or the architecture's default).
     original_max_position_embeddings : int or None
         A top-level value (Phi-3); it wins over the RoPE dict's, as in transformers.
+    prf_in_default : bool
+        Whether the architecture's unscaled (``default``) RoPE applies ``partial_rotary_factor``;
+        transformers' Llama-style models rotate the whole head there (the scaled types always apply it).
     sources : mapping
         Value name -> where it came from: ``config: KEY`` (dotted path in the file),
         ``architecture default (MODEL_TYPE)``, ``transformers default``.
@@ -154,6 +171,7 @@ class RopeConfig:
     scaling: Mapping[str, Any]
     max_position_embeddings: int | None
     original_max_position_embeddings: int | None
+    prf_in_default: bool
     sources: Mapping[str, str]
     rules: tuple[str, ...]
 
@@ -249,8 +267,8 @@ class _Reader:
     # ----------------------------------------------------------- steps
     def read(self) -> RopeConfig:
         cfg, model_type = self.language_part()
-        self.check_scheme(cfg, model_type)
         arch = architectures().get(model_type) if model_type else None
+        self.check_scheme(cfg, model_type, arch)
         if model_type and arch is None:
             self.rules.append(f"model_type {model_type!r} is not a transformers {_table()['transformers']} "
                               "architecture: generic rules (head_dim or hidden_size // num_attention_heads; "
@@ -260,6 +278,9 @@ class _Reader:
                               "rope_theta 10000 unless given)")
         if arch is not None and "per_layer_type" in arch and not self.flat_dict_given(cfg):
             self.per_layer(arch["per_layer_type"])
+        if (arch or {}).get("nope_layers") or any(k in cfg for k in ("no_rope_layers", "no_rope_layer_interval")):
+            self.rules.append(f"{model_type}: some layers use no RoPE (no_rope_layers, iRoPE); the RoPE layers are "
+                              "analysed, the others have no positional rotation")
         cfg = self.apply_aliases(cfg, arch)
         rope, rope_name = self.rope_dict(cfg)
         default_rope = dict(arch.get("rope_parameters") or {}) if arch is not None else {}
@@ -284,8 +305,9 @@ class _Reader:
             path=self.where, model_type=model_type, part=self.part, rope_type=rope_type, rope_theta=float(theta),
             head_dim=head_dim, partial_rotary_factor=prf, rotary_dim=rotary_dim,
             scaling=types.MappingProxyType(scaling), max_position_embeddings=mpe,
-            original_max_position_embeddings=original, sources=types.MappingProxyType(dict(self.sources)),
-            rules=tuple(self.rules))
+            original_max_position_embeddings=original,
+            prf_in_default=bool(arch is None or arch.get("prf_in_default") is not False),
+            sources=types.MappingProxyType(dict(self.sources)), rules=tuple(self.rules))
 
     def language_part(self) -> tuple[dict, str | None]:
         cfg = self.top
@@ -307,11 +329,17 @@ class _Reader:
                 self.part = path
                 self.rules.append(f"{model_type}: the rotary part {path} (model_type {composite[path]!r}) is read")
                 return sub, sub.get("model_type") or composite[path]
-            if path == "text_config":  # a flat legacy config: transformers builds text_config from the top level
+            if path == "text_config" and sub is None and any(k in cfg for k in _FLAT_KEYS):
+                # a flat legacy config (the published Qwen2-VL one): transformers builds text_config from the top level
                 self.rules.append(f"{model_type}: flat config, its top level is the language part "
                                   f"(model_type {composite[path]!r}), as transformers reads it")
                 return cfg, composite[path]
-            self.fail(f"model_type {model_type!r} keeps its rotary part in {path}, which this config lacks")
+            if sub is None:
+                self.part = path
+                self.rules.append(f"{model_type}: {path} left out, so it is {model_type}'s default {path} "
+                                  f"(model_type {composite[path]!r}), as transformers builds it")
+                return dict(_table().get("part_defaults", {}).get(model_type, {}).get(path, {})), composite[path]
+            self.fail(f"{path} must be a JSON object, got {sub!r}")
         if isinstance(cfg.get("text_config"), dict) and not any(
                 k in cfg for k in ("hidden_size", "head_dim", "rope_theta", "rope_scaling", "rope_parameters")):
             self.part = "text_config"
@@ -320,17 +348,24 @@ class _Reader:
             return sub, sub.get("model_type") or model_type
         return cfg, model_type
 
-    def check_scheme(self, cfg: dict, model_type: str | None):
+    def check_scheme(self, cfg: dict, model_type: str | None, arch):
         """Refuse configs whose model uses no RoPE, naming the scheme it has."""
-        if cfg.get("alibi") is True or (isinstance(cfg.get("attn_config"), dict) and cfg["attn_config"].get("alibi")):
+        switches = (arch or {}).get("switches", {})
+        alibi = cfg.get("alibi", switches.get("alibi"))
+        if alibi is True or (isinstance(cfg.get("attn_config"), dict) and cfg["attn_config"].get("alibi")):
             self.fail(f"this model ({model_type or 'no model_type'}) uses ALiBi (alibi = true), not RoPE: it has "
                       "no rotary frequencies to analyse")
         for key in ("position_embedding_type", "position_embeddings_type"):
-            value = cfg.get(key)
+            value = cfg.get(key, switches.get(key))
             if value is not None and value != "rotary":
                 scheme = _POSITION_EMBEDDING_TYPES.get(value, f"{key} = {value!r}")
-                self.fail(f"this model ({model_type or 'no model_type'}) uses {scheme}, not RoPE; for a learned "
-                          "table use kind = \"learned\"")
+                given = "" if key in cfg else f" ({key} left out: {model_type}'s default)"
+                learned = 'for a learned table use kind = "learned"' if "learned" in scheme else \
+                    "rotary reads RoPE only"
+                self.fail(f"this model ({model_type or 'no model_type'}) uses {scheme}{given}, not RoPE; {learned}")
+        if model_type in REFUSED_ARCHITECTURES:
+            self.fail(f"model_type {model_type!r} uses {REFUSED_ARCHITECTURES[model_type]}; poslab analyses the "
+                      "1-D RoPE of token positions and does not read it")
         if model_type in NO_ROPE_SCHEMES:
             hint = ' use kind = "learned" with source = this model' if "learned" in NO_ROPE_SCHEMES[model_type] else ""
             self.fail(f"model_type {model_type!r} uses {NO_ROPE_SCHEMES[model_type]}, not RoPE: it has no rotary "
@@ -424,6 +459,10 @@ class _Reader:
             theta, source = cfg["attn_config"]["rope_theta"], f"config: {self.key('attn_config.rope_theta')}"
             self.rules.append("dbrx: rope_theta is read from attn_config, where the published DBRX config keeps it "
                               "(transformers 5.24's DbrxConfig ignores it and uses 10000)")
+        elif model_type in _CONFORMER_HEADS:
+            theta, source = self.size(cfg, "rotary_embedding_base", arch, model_type)
+            self.rules.append(f"{model_type}: a conformer audio encoder, RoPE over frames with base "
+                              "rotary_embedding_base")
         elif (found := self.top_level(cfg, ("rope_theta", "rotary_emb_base"), "rope_theta", rope, arch,
                                       model_type)) is not None:
             theta, source = found
@@ -466,41 +505,50 @@ class _Reader:
         return None, None
 
     def head_width(self, cfg, arch, model_type):
-        if cfg.get("rotary_dim") is not None or model_type in ("gptj", "codegen"):  # GPT-J / CodeGen
-            if cfg.get("rotary_dim") is None:
-                self.fail(f"{model_type} config without rotary_dim: transformers would build a rotary table as wide "
+        """(head_dim, rotary_dim): the rule transformers' config class follows (probed, in the table), else generic."""
+        if model_type in ("gptj", "codegen") or (arch is None and cfg.get("rotary_dim") is not None):
+            rd, source = self.size(cfg, "rotary_dim", arch, model_type)
+            if rd is None:
+                self.fail(f"{model_type} config with rotary_dim null: transformers would build a rotary table as wide "
                           "as the whole hidden_size, which no head uses; give rotary_dim")
-            rd = self.number(cfg["rotary_dim"], "rotary_dim", integer=True)
-            self.sources["rotary_dim"] = f"config: {self.key('rotary_dim')}"
+            self.sources["rotary_dim"] = source
             return None, rd
-        mla, source = self.size(cfg, "qk_rope_head_dim", arch, model_type)
-        if mla is not None:  # DeepSeek-V2/V3 (MLA): only this part of each head is rotated
-            self.sources["head_dim"] = source if source.startswith("architecture") else \
-                f"config: {self.key('qk_rope_head_dim')}"
-            return mla, None
-        if cfg.get("head_dim") is not None:
-            self.sources["head_dim"] = self.src("head_dim", "head_dim")
-            return self.number(cfg["head_dim"], "head_dim", integer=True), None
-        if model_type == "zamba2":
+        if arch is None:  # generic: MLA's rotated part, else head_dim, else hidden_size // heads
+            for key in ("qk_rope_head_dim", "head_dim"):
+                if cfg.get(key) is not None:
+                    self.sources["head_dim"] = self.src(key, key)
+                    return self.number(cfg[key], key, integer=True), None
+            hidden, hs = self.size(cfg, "hidden_size", None, model_type)
+            heads, ns = self.size(cfg, "num_attention_heads", None, model_type)
+            if hidden is None or heads is None:
+                return None, None
+            return self.derived(hidden, heads, 1, hs, ns), None
+        rule = arch.get("head", {})
+        for key in rule.get("keys", ()):
+            if cfg.get(key) is not None:
+                self.sources["head_dim"] = self.src(key, key)
+                return self.number(cfg[key], key, integer=True), None
+        if rule.get("per_hidden"):
             hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
-            heads, ns = self.size(cfg, "num_attention_heads", arch, model_type)
-            self.rules.append(f"zamba2: {ARCHITECTURE_RULES['zamba2']}")
-            return self.derived(2 * hidden, heads, "2 * hidden_size", hs, ns), None
-        default = (arch or {}).get("fields", {}).get("head_dim")
-        if default is not None:
+            heads_key = _CONFORMER_HEADS.get(model_type, "num_attention_heads")
+            heads, ns = self.size(cfg, heads_key, arch, model_type)
+            if hidden is None or heads is None:
+                self.fail(f"no head width: give head_dim, or hidden_size and {heads_key}")
+            if rule["per_hidden"] != 1:
+                self.rules.append(f"{model_type}: head_dim = {rule['per_hidden']:g} · hidden_size // {heads_key}, "
+                                  "as its transformers config class computes it")
+            return self.derived(hidden, heads, rule["per_hidden"], hs, ns, heads_key), None
+        if rule.get("default") is not None:
             self.sources["head_dim"] = f"architecture default ({model_type})"
-            return default, None
-        hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
-        heads, ns = self.size(cfg, "num_attention_heads", arch, model_type)
-        if hidden is None or heads is None:
-            return None, None
-        return self.derived(hidden, heads, "hidden_size", hs, ns), None
+            return rule["default"], None
+        return None, None
 
-    def derived(self, hidden, heads, what, hs, ns) -> int:
-        head = hidden // heads
+    def derived(self, hidden, heads, per_hidden, hs, ns, heads_key="num_attention_heads") -> int:
+        what = "hidden_size" if per_hidden == 1 else f"{per_hidden:g} * hidden_size"
+        head = int(per_hidden * hidden) // heads
         if head < 1:
-            self.fail(f"{what} // num_attention_heads = {hidden} // {heads} = 0: no head width")
-        self.sources["head_dim"] = f"{what} // num_attention_heads ({hs}; {ns})"
+            self.fail(f"{what} // {heads_key} = {int(per_hidden * hidden)} // {heads} = 0: no head width")
+        self.sources["head_dim"] = f"{what} // {heads_key} ({hs}; {ns})"
         return head
 
     def scaling(self, rope, name, model_type, head_dim, prf) -> dict:
@@ -509,21 +557,19 @@ class _Reader:
         origin = f"config: {name}" if name else f"architecture default ({model_type})"
         known_architecture = model_type in architectures()
         for key, value in (rope or {}).items():
-            if key in ("rope_type", "type", "rope_theta", "partial_rotary_factor") or key in _MROPE:
+            if key in ("rope_type", "type", "rope_theta", "partial_rotary_factor") or key in _MROPE \
+                    or key == "xdrope_section":
                 continue
             if key in _NO_EFFECT:
                 self.rules.append(f"{name or 'rope_parameters'}.{key} not read: {_NO_EFFECT[key]}")
                 continue
-            if key == "alpha" and known_architecture and ARCHITECTURE_RULES.get(model_type) != "alpha":
-                self.fail(f"{name}.alpha (NTK-alpha scaling) is read only by Hunyuan models in transformers; "
-                          f"transformers' {model_type} ignores it: remove it to analyse what transformers computes")
-            if key in ("short_mscale", "long_mscale") and known_architecture \
-                    and ARCHITECTURE_RULES.get(model_type) != "short_mscale/long_mscale":
-                self.fail(f"{name}.{key} is read only by PhiMoE in transformers; transformers' {model_type} "
+            if key in ARCHITECTURE_KEYS and known_architecture and model_type not in ARCHITECTURE_KEYS[key]:
+                readers = {"alpha": "Hunyuan models (NTK-alpha scaling)"}.get(key, "PhiMoE")
+                self.fail(f"{name}.{key} is read only by {readers} in transformers; transformers' {model_type} "
                           "ignores it: remove it to analyse what transformers computes")
             if key not in SCALING_KEYS:
                 self.fail(f"{name} has a key poslab does not understand: {key!r} = {value!r}; known keys: rope_type, "
-                          f"rope_theta, {', '.join(SCALING_KEYS)}, mrope_section, mrope_interleaved")
+                          f"rope_theta, {', '.join(SCALING_KEYS)}, mrope_section, mrope_interleaved, xdrope_section")
             if value is None:
                 continue
             out[key] = tuple(value) if isinstance(value, list) else value
@@ -533,6 +579,9 @@ class _Reader:
 
     def mrope(self, rope, name, head_dim, prf):
         section = rope.get("mrope_section")
+        if section is None and rope.get("xdrope_section") is not None:  # HunYuan-VL's legacy name
+            section = rope["xdrope_section"]
+            self.rules.append("xdrope_section is the legacy HunYuan-VL name of mrope_section")
         if section is None:
             if rope.get("mrope_interleaved"):
                 self.fail(f"{name}.mrope_interleaved without mrope_section")

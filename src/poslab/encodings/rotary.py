@@ -477,6 +477,11 @@ def _plan(enc: Rotary, cfg: RopeConfig | None) -> _Plan:
         sources["partial_rotary_factor"] = "inline"
     elif cfg is not None:
         prf = cfg.partial_rotary_factor
+        if prf is not None and prf != 1 and rope_type == "default" and not cfg.prf_in_default:
+            rules.append(f"{cfg.model_type}: its default RoPE rotates the whole head, so partial_rotary_factor = "
+                         f"{prf} ({sources.get('partial_rotary_factor')}) is not applied, as in transformers")
+            prf = None
+            sources.pop("partial_rotary_factor", None)
     used = rope_scaling_keys(rope_type)
     unused = [k for k in _INLINE if getattr(enc, k) is not None and k not in used]
     if unused:
