@@ -14,7 +14,7 @@ distance n − 1, in a fresh Python process. Time is execute_run alone (imports
 excluded); peak memory is the child's peak resident set
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` at the end), interpreter,
 libraries and the table included. The per-stage seconds come from wrapping the
-analysis functions the runner calls. Children run with numpy's default
+analysis functions the stages and their run context call. Children run with numpy's default
 environment (what ``poslab run`` gets; see benchmarks/README.md on
 NUMPY_MADVISE_HUGEPAGE).
 """
@@ -32,8 +32,11 @@ import time
 from pathlib import Path
 
 KINDS = ("sinusoidal", "smoothed_random")
-STAGES = ("unit_rows", "_similarity_profile", "band_metrics", "fit_decay", "_block_similarity", "anchor_block_sums",
-          "bootstrap_anchor_blocks", "table_properties")
+# the analysis functions behind the stages (poslab.stages), and where the pipeline looks them up
+STAGES = {"unit_rows": "poslab.analysis", "_similarity_profile": "poslab.analysis.profile",
+          "band_metrics": "poslab.analysis", "fit_decay": "poslab.analysis.decay",
+          "_block_similarity": "poslab.stages.heatmap", "anchor_block_sums": "poslab.analysis.bootstrap",
+          "bootstrap_anchor_blocks": "poslab.analysis.bootstrap", "table_properties": "poslab.stages.properties"}
 
 
 def _child(kind, n, dim, n_resamples, out):
@@ -52,8 +55,11 @@ def _child(kind, n, dim, n_resamples, out):
                 seconds[name] += time.perf_counter() - t
         return wrapper
 
-    for name in STAGES:
-        setattr(runner, name, timed(name, getattr(runner, name)))
+    import importlib
+
+    for name, module in STAGES.items():
+        module = importlib.import_module(module)
+        setattr(module, name, timed(name, getattr(module, name)))
     spec = parse_study({"name": "pipeline", "n_positions": n, "dim": dim, "seeds": [0],
                         "analysis": {"n_resamples": n_resamples}, "encodings": [{"kind": kind}]})
     run = spec.runs()[0]

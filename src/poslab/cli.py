@@ -166,21 +166,36 @@ def _interval(value, low, high, fmt) -> str:
 
 
 def _summary_text(summary) -> str:
-    """The summary as a short console table: decay length and band widths with their intervals."""
+    """The summary as a short console table: the columns the schema marks ``console``, with their intervals.
+
+    Text is shown as it is ("-" when empty); a number of a run that failed is
+    "-", an empty one "-" or, for a column whose empty value means "not
+    reached within the window", ``> max_distance``.
+    """
     import pandas as pd
 
+    from .stages import SUMMARY
+
+    shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
     rows = []
     for _, r in summary.iterrows():
-        row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"]), "n": r["n_positions"],
-               "status": r["status"], "model": r.get("selected_model", "") or "-",
-               "decay_length": _interval(r.get("decay_length"), r.get("decay_length_ci_low"),
-                                         r.get("decay_length_ci_high"), "{:.1f}")}
-        for col in summary.columns:
-            if col.startswith("band_width_") and not col.endswith(("_ci_low", "_ci_high")):
-                width = r[col]  # empty: never below the threshold within the window
-                row[col.removeprefix("band_")] = ("-" if r["status"] != "ok" else f"> {r['max_distance']}"
-                                                 if pd.isna(width) else
-                                                 _interval(width, r.get(col + "_ci_low"), r.get(col + "_ci_high"), "{:.0f}"))
+        row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
+        for name, col in shown:
+            heading, value = col.heading + name.removeprefix(col.name), r[name]
+            fmt = "{:.0f}" if col.dtype in ("int", "Int64") else "{:.1f}"
+            if col.dtype == "str":
+                text = value if isinstance(value, str) and value else "-"
+            elif col.name in ("n_positions", "max_distance"):  # the run's window, ok or failed
+                text = fmt.format(value)
+            elif r["status"] != "ok" or (pd.isna(value) and not col.beyond_window):
+                text = "-"
+            elif pd.isna(value):  # never reached within the window
+                text = f"> {r['max_distance']}"
+            elif col.interval:
+                text = _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
+            else:
+                text = fmt.format(value)
+            row[heading] = text
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
 

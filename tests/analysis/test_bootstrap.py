@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from poslab.analysis import fit_decay, similarity_profile, unit_rows
-from poslab.analysis.bootstrap import (anchor_block_sums, band_widths, bootstrap_profile, percentile_interval,
-                                       resample_units)
+from poslab.analysis.bands import first_crossings
+from poslab.analysis.bootstrap import (anchor_block_sums, bootstrap_anchor_blocks, bootstrap_units,
+                                       percentile_interval, resample_units)
 from poslab.encodings import make_encoding
 
 
@@ -75,7 +76,7 @@ def test_resampling_is_seeded_and_pools_whole_units():
     assert np.all((a[:, 0] >= 1.0) & (a[:, 0] <= 3.0))
 
 
-def test_percentile_interval_and_band_widths():
+def test_percentile_interval_and_first_crossings():
     assert percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
     assert all(math.isnan(v) for v in percentile_interval([np.nan, np.nan], 0.9))
     low, high = percentile_interval([1, 2, 3] + [np.inf] * 17, 0.9, integer=True)
@@ -83,7 +84,8 @@ def test_percentile_interval_and_band_widths():
     # fewer than 2 / (1 - level) replicates: an end would be the most extreme one, no interval at that level
     assert all(math.isnan(v) for v in percentile_interval(np.arange(19.0), 0.9))
     assert all(math.isnan(v) for v in percentile_interval(np.arange(5.0), 0.95))
-    widths = band_widths(np.arange(5), np.array([[1, 0.95, 0.6, 0.4, 0.2], [1, 0.99, 0.98, 0.97, 0.96]]), [0.9, 0.5])
+    widths = first_crossings(np.arange(5), np.array([[1, 0.95, 0.6, 0.4, 0.2], [1, 0.99, 0.98, 0.97, 0.96]]),
+                             [0.9, 0.5])
     np.testing.assert_array_equal(widths, [[2, 3], [np.inf, np.inf]])
 
 
@@ -94,11 +96,11 @@ def test_translation_invariant_table_has_zero_width_intervals():
     profile = similarity_profile(table)
     fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
                      std=profile.std_similarity[1:])
-    means, counts = resample_units(blocks.sums, blocks.counts, 40, np.random.default_rng(0))
-    result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
+    result = bootstrap_anchor_blocks(profile.distance, blocks, 40, np.random.default_rng(0), fits=fits,
+                                     thresholds=(0.5,))
     assert result.decay_length_ci == (fits.selected.decay_length, fits.selected.decay_length)
-    assert result.band_width_ci[0.5][0] == result.band_width_ci[0.5][1]
-    assert result.n_failed == 0 and result.summary()["ci_method"] == "anchor_block"
+    assert result.band_widths_ci[0.5][0] == result.band_widths_ci[0.5][1]
+    assert result.n_failed == 0 and result.method == "anchor_block"
 
 
 def test_anchor_block_interval_covers_the_truth_at_its_nominal_rate():
@@ -126,20 +128,19 @@ def test_refits_follow_the_data(gpt2_table):
     fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
                      std=profile.std_similarity[1:])
     blocks = anchor_block_sums(units, 511)
-    means, counts = resample_units(blocks.sums, blocks.counts, 40, np.random.default_rng(1))
-    result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.9, 0.5),
-                               method="anchor_block", level=0.9, block_length=blocks.block_length)
-    reps = result.replicates["decay_length"]
-    assert reps.notna().all() and reps.std() > 0
+    result = bootstrap_anchor_blocks(profile.distance, blocks, 40, np.random.default_rng(1), fits=fits,
+                                     thresholds=(0.9, 0.5), level=0.9)
+    reps = result.decay_lengths
+    assert np.isfinite(reps).all() and reps.std() > 0
     low, high = result.decay_length_ci
     assert low < fits.selected.decay_length < high
-    assert result.replicates.shape == (40, 4) and result.summary()["n_resamples"] == 40
-    assert result.summary()["block_length"] == blocks.block_length
+    assert result.band_widths.shape == (40, 2) and result.n_resamples == 40
+    assert result.block_length == blocks.block_length
 
 
 def test_binned_refits_bin_each_resample_like_the_fit():
-    """A long profile is fitted on bins; resamples equal to the profile refit to its decay length, and a
-    resample scaled towards its asymptote refits to the same length (an exponential's length is scale-free)."""
+    """A long profile is fitted on bins; resamples of units whose profiles are the profile, or the profile
+    scaled towards its asymptote, refit to its decay length (an exponential's length is scale-free)."""
     d = np.arange(0, 20001, dtype=float)
     counts = np.tile(20001 - d, (3, 1))
     profile = 0.7 * np.exp(-d / 3000) + 0.2
@@ -147,8 +148,8 @@ def test_binned_refits_bin_each_resample_like_the_fit():
     length = fits.selected.decay_length
     assert fits.bins is not None and length == pytest.approx(3000, rel=1e-6)  # bin averages of a curve: ~3e-7
     profiles = np.stack([profile, profile, 0.5 * (profile - 0.2) + 0.2])
-    result = bootstrap_profile(d, profiles, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
-    np.testing.assert_allclose(result.replicates["decay_length"], length, rtol=1e-7)
+    result = bootstrap_units(d, profiles * counts, counts, 20, np.random.default_rng(3), fits=fits, thresholds=(0.5,))
+    np.testing.assert_allclose(result.decay_lengths, length, rtol=1e-7)
     assert result.n_failed == 0
 
 
@@ -161,21 +162,18 @@ def test_zero_resamples_give_no_interval_and_the_pipeline_skips_the_bootstrap():
     fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
                      std=profile.std_similarity[1:])
     blocks = anchor_block_sums(unit_rows(table), 255)
-    means, counts = resample_units(blocks.sums, blocks.counts, 0, np.random.default_rng(0))
-    result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.5,), method="anchor_block")
-    assert len(result.replicates) == 0 and result.summary()["n_resamples"] == 0
-    assert all(math.isnan(v) for v in (*result.decay_length_ci, *result.band_width_ci[0.5]))
+    result = bootstrap_anchor_blocks(profile.distance, blocks, 0, np.random.default_rng(0), fits=fits,
+                                     thresholds=(0.5,))
+    assert len(result.decay_lengths) == 0 and result.n_resamples == 0
+    assert all(math.isnan(v) for v in (*result.decay_length_ci, *result.band_widths_ci[0.5]))
     assert np.isnan(result.profile_ci[0]).all() and np.isnan(result.profile_ci[1]).all()
     run = analyse_table(table, max_distance=255, options=AnalysisOptions(n_resamples=0))
     assert run.bootstrap is None and run.fits.selected.decay_length == fits.selected.decay_length
 
 
 @pytest.mark.parametrize("n", [512, 4200])  # 4200: a binned fit (more than 4096 distances)
-def test_anchor_block_bootstrap_equals_resampling_the_whole_profiles(n, monkeypatch):
+def test_bootstrap_in_chunks_of_distances_equals_resampling_the_whole_profiles(n, monkeypatch):
     from poslab.analysis import bootstrap
-    from poslab.analysis.bootstrap import bootstrap_anchor_blocks
-
-    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 25 * 97)  # chunks of 97 distances: widths found in later chunks
 
     table = make_encoding("smoothed_random", length_scale=6.0).generate(n, 16, rng=np.random.default_rng(n))
     units = unit_rows(table)
@@ -184,17 +182,19 @@ def test_anchor_block_bootstrap_equals_resampling_the_whole_profiles(n, monkeypa
                      std=profile.std_similarity[1:])
     assert (fits.bins is not None) == (n > 4097) and fits.selected is not None
     blocks = anchor_block_sums(units, n - 1)
-    means, counts = resample_units(blocks.sums, blocks.counts, 25, np.random.default_rng(7))
-    whole = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.9, 0.5, 0.0),
-                              method="anchor_block", level=0.9, block_length=blocks.block_length)
+    whole = bootstrap_anchor_blocks(profile.distance, blocks, 25, np.random.default_rng(7), fits=fits,
+                                    thresholds=(0.9, 0.5, 0.0), level=0.9)
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 25 * 97)  # chunks of 97 distances: widths found in later chunks
     chunked = bootstrap_anchor_blocks(profile.distance, blocks, 25, np.random.default_rng(7), fits=fits,
                                       thresholds=(0.9, 0.5, 0.0), level=0.9)
-    assert chunked.summary().keys() == whole.summary().keys()
-    np.testing.assert_array_equal(chunked.replicates.drop(columns="decay_length"),
-                                  whole.replicates.drop(columns="decay_length"))
-    np.testing.assert_allclose(chunked.replicates["decay_length"], whole.replicates["decay_length"], rtol=1e-7)
+    np.testing.assert_array_equal(chunked.band_widths, whole.band_widths)
+    np.testing.assert_allclose(chunked.decay_lengths, whole.decay_lengths, rtol=1e-7)
     np.testing.assert_allclose(chunked.profile_ci, whole.profile_ci, rtol=0, atol=1e-15)  # matmul rounding
-    assert chunked.band_width_ci == whole.band_width_ci and chunked.n_failed == whole.n_failed
+    assert chunked.band_widths_ci == whole.band_widths_ci and chunked.n_failed == whole.n_failed
+    # the same draws as resampling whole profiles: its pointwise band is theirs
+    means, _ = resample_units(blocks.sums, blocks.counts, 25, np.random.default_rng(7))
+    np.testing.assert_allclose(whole.profile_ci, np.nanquantile(means, [0.05, 0.95], axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(whole.band_widths, first_crossings(profile.distance, means, (0.9, 0.5, 0.0)))
 
 
 def test_translation_invariant_band_crossing_late_has_zero_width_interval():
@@ -208,5 +208,5 @@ def test_translation_invariant_band_crossing_late_has_zero_width_interval():
     result = analyse_table(table, max_distance=255, options=AnalysisOptions(thresholds=(0.0,), n_resamples=200))
     np.testing.assert_allclose(result.profile.mean_similarity, np.cos(omega * m), atol=1e-12)
     assert result.bands.to_frame()["width"].tolist() == [246]
-    (low, high), = result.bootstrap.band_width_ci.values()
+    (low, high), = result.bootstrap.band_widths_ci.values()
     assert low == high == 246  # 32 blocks of 8 anchors: only blocks 0-1 reach distance 246

@@ -325,41 +325,60 @@ def test_guess_is_never_reported_as_result():
             assert math.isnan(f.decay_length) and f.message
 
 
-def _custom_model(monkeypatch, name, function, params=("amplitude", "length", "asymptote")):
+def _custom_model(name, function, extra=()):
+    """The exponential model under another name and function, with extra parameters (start 1, bounds [0.5, 2])."""
+    from poslab.analysis.decay import Parameter
+
     base = DECAY_MODELS["exponential"]
-    model = replace(base, name=name, param_names=params, function=function,
-                    guess=lambda d, y: np.append(base.guess(d, y), [1.0] * (len(params) - 3)),
-                    bounds=lambda d, y: tuple(np.append(b, [0.5, 2.0][i] * np.ones(len(params) - 3))
-                                              for i, b in enumerate(base.bounds(d, y))))
-    monkeypatch.setitem(DECAY_MODELS, name, model)
+    more = tuple(Parameter(p, "", "", lambda s: (0.5, 2.0), lambda s: 1.0) for p in extra)
+    return replace(base, name=name, function=function, parameters=base.parameters + more)
 
 
-def test_redundant_parameter_is_not_identifiable(monkeypatch):
+def test_redundant_parameter_is_not_identifiable():
     def redundant(d, amplitude, length, asymptote, scale):  # amplitude * scale is all the data can see
         return amplitude * scale * np.exp(-d / length) + asymptote
 
-    _custom_model(monkeypatch, "redundant", redundant, params=("amplitude", "length", "asymptote", "scale"))
+    model = _custom_model("redundant", redundant, extra=("scale",))
     d, y, _ = synthetic("exponential", "unit")
-    fits = fit_decay(d, y, models=["redundant", "exponential"])
+    fits = fit_decay(d, y, models=[model, "exponential"])
     assert fits.fits[0].status == "not_identifiable" and "parameters" in fits.fits[0].message
     assert math.isnan(fits.fits[0].decay_length) and not fits.fits[0].selected
     assert fits.selected.model == "exponential"
 
 
-def test_broken_model_function_is_failed(monkeypatch):
-    _custom_model(monkeypatch, "broken", lambda d, a, length, off: np.ones(3))
+def test_broken_model_function_is_failed():
     d, y, _ = synthetic("exponential", "unit")
-    fit = fit_decay(d, y, models=["broken"]).fits[0]
+    fit = fit_decay(d, y, models=[_custom_model("broken", lambda d, a, length, off: np.ones(3))]).fits[0]
     assert fit.status == "failed" and fit.message
 
 
-def test_maxfev_gives_not_converged(monkeypatch):
-    monkeypatch.setattr(decay, "MAXFEV", 2)
+def test_the_catalogue_is_read_only_and_models_carry_their_hints():
+    with pytest.raises(TypeError):
+        DECAY_MODELS["mine"] = DECAY_MODELS["exponential"]  # pass DecayModel objects to fit_decay instead
+    model = DECAY_MODELS["gaussian"]
+    assert model.param_names == ("amplitude", "sigma", "asymptote") and model.length_rule == "sigma * sqrt(2)"
+    assert [p.unit for p in model.parameters] == ["cosine similarity", "positions", "cosine similarity"]
+
+
+def test_maxfev_gives_not_converged():
     d, y = c12_curve()
-    fits = fit_decay(d, y)
+    fits = fit_decay(d, y, maxfev=2)
     assert {f.status for f in fits.fits} == {"not_converged"}
     assert "did not converge" in fits.fits[0].message
     assert fits.selected is None and np.isnan(fits.predict([1.0, 2.0])).all()
+
+
+def test_negative_pair_counts_are_refused():
+    d = np.arange(1.0, 40.0)
+    with pytest.raises(ValueError, match=r"n_pairs must be >= 0 .* got minimum -3"):
+        fit_decay(d, np.exp(-d / 5), n_pairs=np.full(d.size, -3.0))
+
+
+def test_min_aic_gain_is_a_setting():
+    d, y, se = synthetic("exponential", "unit")
+    assert fit_decay(d, y, models=["exponential"]).selected is not None
+    strict = fit_decay(d, y, models=["exponential"], min_aic_gain=1e9).fits[0]
+    assert strict.status == "no_better_than_constant" and "1e+09" in strict.message
 
 
 def test_noise_without_std_never_reports_absurd_decay_length():

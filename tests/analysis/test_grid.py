@@ -9,6 +9,18 @@ from poslab.analysis import InvalidPositionsWarning
 from poslab.analysis.grid import grid_similarity, parse_grid
 from poslab.encodings import make_encoding
 from poslab.plots import STUDY_FIGURES
+from poslab.stages import run_stage
+
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
+
+
+def _grid(enc, n_positions):
+    """The grid stage's tables of a run ({} when it has no patch grid)."""
+    out = run_stage("grid", enc, n_positions)
+    return out.tables if out is not None else {}
 
 
 def _rows(result, metric):
@@ -86,7 +98,7 @@ def test_siglip_neighbours_along_rows_and_columns_agree():
     """
     enc = make_encoding("learned", source="siglip-so400m")
     table = enc.generate(729, 1)
-    assert enc.run_info(729)["grid_shape"] == "27x27"
+    assert _source(enc, 729)["grid_shape"] == "27x27"
     res = grid_similarity(table, "27x27")
     row, col = res.neighbour_similarity("along_row"), res.neighbour_similarity("along_column")
     assert row == pytest.approx(0.896423, abs=1e-6) and col == pytest.approx(0.913518, abs=1e-6)
@@ -103,7 +115,7 @@ def test_siglip_neighbours_along_rows_and_columns_agree():
 
 def test_grid_tables_and_figure_of_a_vision_run():
     enc = make_encoding("learned", source="siglip-so400m")
-    tables = {k: v.assign(label=enc.label) for k, v in enc.run_tables(enc.generate(729, 1), 729).items()}
+    tables = {k: v.assign(label=enc.label) for k, v in _grid(enc, 729).items()}
     assert set(tables["grid_profiles"]["metric"]) == {"euclidean", "manhattan", "along_row", "along_column"}
     fig = STUDY_FIGURES["grid_profiles.png"](tables, "t")
     profile_ax, map_ax = fig.axes[:2]
@@ -112,7 +124,7 @@ def test_grid_tables_and_figure_of_a_vision_run():
     np.testing.assert_allclose(image, tables["grid_maps"]["similarity"].to_numpy().reshape(27, 27))
     assert image[13, 13] == 1.0
     assert STUDY_FIGURES["grid_profiles.png"]({"profiles": tables["grid_profiles"]}, None) is None
-    assert make_encoding("learned", source="gpt2").run_tables(None, 10) == {}
+    assert _grid(make_encoding("learned", source="gpt2"), 10) == {}
 
 
 def test_bad_grids():
@@ -126,6 +138,6 @@ def test_bad_grids():
     with pytest.raises(ValueError, match="grid = '10x10' given, but the source's grid is 27x27"):
         make_encoding("learned", source="siglip-so400m", grid="10x10").generate(4, 1)
     enc = make_encoding("learned", source="gpt2", grid="32x32")  # a user-declared grid on a plain table
-    assert enc.run_info(1024)["grid_shape"] == "32x32"
+    assert _source(enc, 1024)["grid_shape"] == "32x32"
     with pytest.raises(ValueError, match="a 33x33 grid from row 0 needs 1089 rows, but the table has 1024"):
         make_encoding("learned", source="gpt2", grid="33x33").generate(4, 1)

@@ -11,9 +11,14 @@ from safetensors.torch import save_file as torch_save_file
 
 from poslab.checkpoints import list_tensors, load_tensor
 from poslab.encodings import make_encoding
+from poslab.stages import run_stage
 
 C9_BITS = [0x3F80, 0x4049, 0xC2F7, 0x7F80, 0x7FC0]
 C9_VALUES = [1.0, 3.140625, -123.5, np.inf, np.nan]
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
 
 
 def test_c9_bf16_bit_patterns(tmp_path, raw_safetensors):
@@ -34,7 +39,7 @@ def test_bf16_and_fp16_tables_are_upcast_exactly_with_dtype_recorded(tmp_path, w
         table = enc.generate(24, 1)
         assert table.dtype == np.float64
         np.testing.assert_array_equal(table, ref.astype(np.float64))
-        assert enc.run_info(24)["source_dtype"] == {"bf16": "bfloat16", "fp16": "float16"}[name]
+        assert _source(enc, 24)["source_dtype"] == {"bf16": "bfloat16", "fp16": "float16"}[name]
     # bf16 keeps the top 16 bits of each float32 (torch rounds to nearest even, so compare within one bf16 ulp)
     np.testing.assert_allclose(rows.bfloat16().float().numpy(), wpe[:24], rtol=2**-8)
 
@@ -103,8 +108,8 @@ def test_state_dict_bin_with_position_ids(tmp_path, wpe):
         make_encoding("learned", source=str(tmp_path / "pytorch_model.bin")).generate(40, 1)  # no config: no rule
     enc = make_encoding("learned", source=str(tmp_path / "pytorch_model.bin"), offset=0)  # by name, offset given
     np.testing.assert_array_equal(enc.generate(40, 1), wpe[300:340])
-    assert enc.run_info(40)["position_rule"] == "offset = 0 given"
-    assert enc.run_info(40)["tensor"] == "bert.embeddings.position_embeddings.weight"
+    assert _source(enc, 40)["position_rule"] == "offset = 0 given"
+    assert _source(enc, 40)["tensor"] == "bert.embeddings.position_embeddings.weight"
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "max_position_embeddings": 40}))
     enc = make_encoding("learned", source=str(tmp_path))  # model folder with pytorch_model.bin
     np.testing.assert_array_equal(enc.generate(40, 1), wpe[300:340])

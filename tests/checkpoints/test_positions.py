@@ -10,6 +10,18 @@ from click.testing import CliRunner
 from poslab.checkpoints import select_position_table
 from poslab.cli import main
 from poslab.encodings import make_encoding
+from poslab.stages import run_stage
+
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
+
+
+def _grid(enc, n_positions):
+    """The grid stage's tables of a run ({} when it has no patch grid)."""
+    out = run_stage("grid", enc, n_positions)
+    return out.tables if out is not None else {}
 
 
 def learned(source, **kw):
@@ -23,7 +35,7 @@ def test_gpt2_both_key_layouts(tmp_path, make_model, wpe, prefix):
                          f"{prefix}h.0.ln_1.weight": wpe[7]})
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(40, 1), wpe[:40])
-    assert enc.run_info(40) == {"tensor": f"{prefix}wpe.weight", "source_dtype": "float32", "row_offset": 0,
+    assert _source(enc, 40) == {"tensor": f"{prefix}wpe.weight", "source_dtype": "float32", "row_offset": 0,
                                 "grid_shape": None, "prefix_tokens": None,
                                 "position_rule": "GPT-2: position p is row 0 + p"}
     assert enc.label == f"learned(source={folder})"
@@ -50,7 +62,7 @@ def test_roberta_positions_start_after_padding(tmp_path, make_model, wpe, pad):
                         {"roberta.embeddings.position_embeddings.weight": wpe[:rows]})
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(32, 1), wpe[pad + 1 : rows])
-    assert enc.run_info(32)["row_offset"] == pad + 1
+    assert _source(enc, 32)["row_offset"] == pad + 1
     with pytest.raises(ValueError, match=rf"n_positions=33 with offset={pad + 1} needs {rows + 1} rows.*has {rows}"):
         enc.generate(33, 1)
 
@@ -69,11 +81,11 @@ def test_c8_opt_offset_is_rows_minus_max_position_embeddings(tmp_path, make_mode
                          "model.decoder.embed_tokens.weight": wpe[:50, :16]})
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(2048, 1), table[2:2050])  # position p is row p + 2
-    info = enc.run_info(2048)
+    info = _source(enc, 2048)
     assert (info["tensor"], info["row_offset"]) == ("model.decoder.embed_positions.weight", 2)
     with pytest.raises(ValueError, match="offset = 0 given, but .* position 0 at row 2"):
         learned(folder, offset=0).generate(8, 1)
-    assert learned(folder, offset=2).run_info(8)["row_offset"] == 2
+    assert _source(learned(folder, offset=2), 8)["row_offset"] == 2
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "opt", "max_position_embeddings": 2047}))
     with pytest.raises(ValueError, match=r"2050 rows − max_position_embeddings 2047 = offset 3, but OPT uses offset 2"):
         learned(folder).generate(8, 1)
@@ -85,10 +97,10 @@ def test_vit_and_deit_prefix_tokens_and_grid(tmp_path, make_model, wpe):
                      {"vit.embeddings.position_embeddings": wpe[None, :17], "vit.embeddings.cls_token": wpe[None, None, 0]})
     enc = learned(vit)
     np.testing.assert_array_equal(enc.generate(16, 1), wpe[1:17])  # CLS row skipped
-    assert enc.run_info(16) == {"tensor": "vit.embeddings.position_embeddings", "source_dtype": "float32",
+    assert _source(enc, 16) == {"tensor": "vit.embeddings.position_embeddings", "source_dtype": "float32",
                                 "row_offset": 1, "grid_shape": "4x4", "prefix_tokens": 1,
                                 "position_rule": "ViT: 1 prefix row(s) (CLS), then the patch grid in raster order"}
-    tables = enc.run_tables(enc.generate(16, 1), 16)
+    tables = _grid(enc, 16)
     assert set(tables) == {"grid_profiles", "grid_maps"} and len(tables["grid_maps"]) == 16
     deit = make_model(tmp_path / "deit", {"model_type": "deit", **cfg}, {"deit.embeddings.position_embeddings": wpe[None, :18]})
     np.testing.assert_array_equal(learned(deit).generate(16, 1), wpe[2:18])
@@ -111,11 +123,11 @@ def test_clip_and_siglip_vision_configs(tmp_path, make_model, wpe):
     assert f"\n  {text}  (12, 768)  float32  offset 0  learned: CLIP text positions" in str(err.value)
     enc = learned(clip, key=vision)
     np.testing.assert_array_equal(enc.generate(9, 1), wpe[1:10])
-    assert enc.run_info(9)["grid_shape"] == "3x3"
+    assert _source(enc, 9)["grid_shape"] == "3x3"
     np.testing.assert_array_equal(learned(clip, key=text).generate(12, 1), wpe[500:512])
     siglip = make_model(tmp_path / "siglip", {"model_type": "siglip_vision_model", "image_size": 24, "patch_size": 8},
                         {vision: wpe[:9]})
-    assert learned(siglip).run_info(9) == {"tensor": vision, "source_dtype": "float32", "row_offset": 0,
+    assert _source(learned(siglip), 9) == {"tensor": vision, "source_dtype": "float32", "row_offset": 0,
                                            "grid_shape": "3x3", "prefix_tokens": 0, "position_rule":
                                            "SigLIP vision: 0 prefix row(s) (none), then the patch grid in raster order"}
 
@@ -138,7 +150,7 @@ def test_bart_has_two_learned_tables_and_is_refused(tmp_path, make_model, wpe):
         learned(folder).generate(10, 1)
     enc = learned(folder, key="model.decoder.embed_positions.weight")
     np.testing.assert_array_equal(enc.generate(10, 1), wpe[22:32, :8])
-    assert enc.run_info(10)["row_offset"] == 2
+    assert _source(enc, 10)["row_offset"] == 2
 
 
 def test_without_config_names_decide_or_refuse(tmp_path, make_model, wpe):
@@ -211,7 +223,7 @@ def test_more_text_families(tmp_path, make_model, wpe, config, name):
     folder = make_model(tmp_path, config, {name: wpe[40:64, :16], "lm_head.weight": wpe[:3, :16]})
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(24, 1), wpe[40:64, :16])
-    assert (enc.run_info(24)["tensor"], enc.run_info(24)["row_offset"]) == (name, 0)
+    assert (_source(enc, 24)["tensor"], _source(enc, 24)["row_offset"]) == (name, 0)
 
 
 def test_distilbert_sinusoidal_table_is_recognised_not_taken(tmp_path, make_model, wpe):

@@ -9,8 +9,14 @@ from click.testing import CliRunner
 from poslab.cli import main
 from poslab.encodings import make_encoding
 from poslab.study import StudyError, load_study, run_study
+from poslab.stages import run_stage
 
 STEPS = [0, 5, 20]
+
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
 
 
 @pytest.fixture
@@ -29,7 +35,7 @@ def test_step_selects_the_snapshot(run_dir, wpe):
     enc = make_encoding("learned", source=str(run_dir), step=5)
     np.testing.assert_array_equal(enc.generate(16, 1), wpe[5:21, :32])
     assert enc.label == f"learned(source={run_dir}, step=5)"
-    assert enc.run_info(16)["tensor"] == "positions/step_0000005.npy"
+    assert _source(enc, 16)["tensor"] == "positions/step_0000005.npy"
     with pytest.raises(KeyError, match="has no step 6; saved steps: 0, 5, 20"):
         make_encoding("learned", source=str(run_dir), step=6).generate(4, 1)
     with pytest.raises(ValueError, match="is a training run.*choose step = one of 0, 5, 20"):

@@ -6,8 +6,13 @@ from poslab.analysis import similarity_profile
 from poslab.encodings import make_encoding
 
 from pathlib import Path
+from poslab.stages import run_stage
 
 DATA = Path(__file__).parents[1] / "data"
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
 
 
 def test_gpt2_is_the_real_table(gpt2_table):
@@ -53,7 +58,7 @@ def test_files_with_key_and_offset(tmp_path, gpt2_table):
                       ("t.safetensors", None)]:  # no key: the only tensor named like a position table
         enc = make_encoding("learned", source=str(tmp_path / name), key=key, offset=2)
         np.testing.assert_array_equal(enc.generate(48, 1), gpt2_table[2:50].astype(np.float32))
-        assert enc.run_info(48)["row_offset"] == 2
+        assert _source(enc, 48)["row_offset"] == 2
     save_file({"a": rows, "b": rows[:10]}, str(tmp_path / "two.safetensors"))
     with pytest.raises(ValueError, match=r"no config.json; no float tensor is named like a position table; choose one "
                                          r"with key = NAME \(and give offset = ROW OF POSITION 0\). It holds a \(50, 768\) float32; b \(10, 768\) float32"):
@@ -76,7 +81,7 @@ def test_files_with_key_and_offset(tmp_path, gpt2_table):
 def test_bundled_sources_unchanged_and_recorded(gpt2_table):
     enc = make_encoding("learned", source="gpt2")
     assert enc.label == "learned(source=gpt2)" and enc.offset is None
-    assert enc.run_info(1024) == {"tensor": "gpt2_wpe.npy", "source_dtype": "float32", "row_offset": 0,
+    assert _source(enc, 1024) == {"tensor": "gpt2_wpe.npy", "source_dtype": "float32", "row_offset": 0,
                                   "grid_shape": None, "prefix_tokens": None,
                                   "position_rule": "bundled table: row p is position p"}
     np.testing.assert_array_equal(make_encoding("learned", source="gpt2", offset=5).generate(3, 1), gpt2_table[5:8])

@@ -80,3 +80,29 @@ def test_parameters_named_like_summary_columns_are_refused():
         cls = dataclasses.dataclass(frozen=True)(type("Bad2", (Encoding,), namespace))
         with pytest.raises(ValueError, match=name):
             register(cls)
+
+
+def test_metric_and_block_length_parameters_are_refused_naming_their_tables():
+    """The bug the schema fixes: these registered fine, then properties.csv had two metric columns and the
+    summary's block_length was overwritten."""
+    with pytest.raises(ValueError) as info:
+        @register
+        @dataclasses.dataclass(frozen=True)
+        class Clash(Encoding):
+            kind = "clash"
+            metric: str = "cosine"
+            block_length: int = 16
+    message = str(info.value)
+    assert "metric (a column of properties.csv, grid_profiles.csv)" in message
+    assert "block_length (a column of summary.csv)" in message
+    assert "clash" not in available_encodings()
+
+
+def test_every_declared_column_is_reserved():
+    from poslab.stages import TABLES, reserved_columns
+
+    reserved = reserved_columns()
+    for table in TABLES.values():
+        for col in table.columns:
+            assert table.name in reserved[col.title]
+    assert reserved["decay_length_ci_low"] == ("summary", "decay_metrics", "comparison")

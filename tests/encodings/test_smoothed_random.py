@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from poslab.analysis import fit_decay, similarity_profile, unit_rows
-from poslab.analysis.bootstrap import anchor_block_sums, bootstrap_profile, resample_units
+from poslab.analysis.bootstrap import anchor_block_sums, bootstrap_anchor_blocks
 from poslab.encodings import ParameterError, make_encoding
 
 
@@ -61,9 +61,8 @@ def test_fits_recover_the_length_scale_within_their_interval(sigma):
         assert best is not None and best.status == "ok"
         assert best.decay_length == pytest.approx(2 * sigma, rel=0.1)
         blocks = anchor_block_sums(unit_rows(table), 511)
-        means, counts = resample_units(blocks.sums, blocks.counts, 100, np.random.default_rng(seed))
-        result = bootstrap_profile(profile.distance, means, counts, fits=fits, thresholds=(0.5,),
-                                   method="anchor_block")
+        result = bootstrap_anchor_blocks(profile.distance, blocks, 100, np.random.default_rng(seed), fits=fits,
+                                         thresholds=(0.5,))
         low, high = result.decay_length_ci
         assert result.n_failed <= 10 and low < best.decay_length < high
         covered += low <= 2 * sigma <= high

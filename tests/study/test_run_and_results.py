@@ -261,40 +261,21 @@ def test_garbage_tables_are_named_when_read_back(study, tmp_path):
         read_results(copy)
 
 
-def test_encodings_add_summary_columns_and_tables(tmp_path):
-    """run_info columns land in summary; run_tables become their own CSV, read back."""
-    import dataclasses
-
-    from poslab.encodings import Encoding
-    from poslab.encodings.registry import _REGISTRY
-
-    @dataclasses.dataclass(frozen=True)
-    class Ramp(Encoding):
-        kind = "test_ramp_extra"
-
-        def _generate(self, n_positions, dim, rng):
-            return np.cos(np.outer(np.arange(n_positions), np.arange(1, dim + 1) / dim))
-
-        def run_info(self, n_positions):
-            return {"analysed_length": n_positions}
-
-        def run_tables(self, table, n_positions):
-            return {"column_norms": pd.DataFrame({"column": np.arange(table.shape[1]),
-                                                  "norm": np.linalg.norm(table, axis=0)})}
-
-    _REGISTRY[Ramp.kind] = Ramp
-    try:
-        (tmp_path / "s.toml").write_text('name = "x"\nn_positions = 64\ndim = 8\n[[encodings]]\nkind = "test_ramp_extra"\n')
-        result = run_study(load_study(tmp_path / "s.toml"), progress=False)
-        assert result.summary["analysed_length"].tolist() == [64]
-        norms = result.column_norms
-        assert list(norms["column"]) == list(range(8)) and (norms["label"] == "test_ramp_extra").all()
-        out = write_results(result, tmp_path / "out")
-        back = read_results(out)
-        np.testing.assert_allclose(back["column_norms"]["norm"], norms["norm"])
-        write_results(result, out, overwrite=True)  # a folder with the extra table is still ours to replace
-    finally:
-        del _REGISTRY[Ramp.kind]
+def test_kind_specific_stages_add_summary_columns_and_tables(tmp_path):
+    """Stages that apply to some runs only (a vision table's grid) add their columns and tables, read back."""
+    (tmp_path / "s.toml").write_text('name = "x"\nn_positions = 64\ndim = 8\n[analysis]\nn_resamples = 0\n'
+                                     '[[encodings]]\nkind = "learned"\nsource = "siglip-so400m"\n'
+                                     '[[encodings]]\nkind = "sinusoidal"\n')
+    result = run_study(load_study(tmp_path / "s.toml"), progress=False)
+    assert result.summary["grid_shape"].tolist() == ["27x27", ""] and result.summary["row_offset"].tolist()[0] == 0
+    assert set(result.grid_profiles["label"]) == {"learned(source=siglip-so400m)"}
+    assert len(result.grid_maps) == 27 * 27
+    out = write_results(result, tmp_path / "out")
+    back = read_results(out)
+    columns = ["label", "metric", "distance", "mean_similarity", "n_pairs"]
+    pd.testing.assert_frame_equal(back["grid_profiles"][columns], result.grid_profiles[columns], check_dtype=False)
+    assert back["summary"]["grid_shape"].tolist() == ["27x27", ""]
+    write_results(result, out, overwrite=True)  # a folder with the extra tables is still ours to replace
 
 
 def test_no_resamples_gives_the_same_analysis_without_intervals(tmp_path):

@@ -83,10 +83,10 @@ def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entr
     ("nme = 1", "unknown key"),
     ("max_distance = 64", "max_distance must be < n_positions = 64"),
     ("seeds = []", "seeds must be a non-empty list"),
-    ('[analysis]\nmodels = ["cubic"]', "models must be a non-empty list from exponential"),
+    ('[analysis]\nmodels = ["cubic"]', r"\[analysis\]: models must be a non-empty list of distinct values, each one of 'exponential'.*got \['cubic'\]"),
     ("[analysis]\nthresholds = [2.0]", r"thresholds must be .* in \[-1, 1\]"),
     ("[analysis]\ncentre = true", "unknown \\[analysis\\] option"),
-    ("[analysis]\nthresholds = [0.5, 0.5]", "thresholds must be distinct"),
+    ("[analysis]\nthresholds = [0.5, 0.5]", r"thresholds must be a non-empty list of distinct values, each a finite number in \[-1, 1\], got \[0.5, 0.5\]"),
 ])
 def test_bad_top_level(tmp_path, change, pattern):
     base = BASE.replace("seeds = [0, 1, 2]", "") if change.startswith("seeds") else BASE

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-__all__ = ["BandMetrics", "band_metrics", "DEFAULT_THRESHOLDS"]
+__all__ = ["BandMetrics", "band_metrics", "first_crossings", "DEFAULT_THRESHOLDS"]
 
 DEFAULT_THRESHOLDS = (0.9, 0.5, 0.0)
 
@@ -76,16 +76,38 @@ def band_metrics(profile, thresholds=DEFAULT_THRESHOLDS) -> BandMetrics:
         raise ValueError(f"thresholds must lie in [-1, 1], got {thresholds.tolist()}")
     ok = np.isfinite(mean)
     mean, distance = mean[ok], distance[ok]
-    widths, recrosses, crossings = [], [], []
-    for t in thresholds:
+    first = first_crossings(distance, mean[None, :], thresholds)[0]
+    widths = np.where(np.isinf(first), np.nan, first)
+    recrosses, crossings = [], []
+    for t, width in zip(thresholds, widths):
         below = mean < t
         down = np.flatnonzero(~below[:-1] & below[1:]) + 1
         crossings.append(down.size + int(below[0]) if below.size else 0)
-        if below.any():
-            first = int(np.argmax(below))
-            widths.append(float(distance[first]))
-            recrosses.append(bool((~below[first:]).any()))
-        else:
-            widths.append(np.nan)
-            recrosses.append(False)
-    return BandMetrics(thresholds, np.array(widths), np.array(recrosses), np.array(crossings, dtype=np.int64))
+        recrosses.append(bool(np.isfinite(width) and (~below[distance >= width]).any()))
+    return BandMetrics(thresholds, widths, np.array(recrosses), np.array(crossings, dtype=np.int64))
+
+
+def first_crossings(distance, profiles, thresholds) -> np.ndarray:
+    """First distance at which each profile falls below each threshold (the band width).
+
+    Parameters
+    ----------
+    distance : array_like of shape (n_distances,)
+        Distances in positions, increasing.
+    profiles : array_like of shape (n_profiles, n_distances)
+        Mean similarities; NaN entries (no pair) are skipped.
+    thresholds : sequence of float
+
+    Returns
+    -------
+    ndarray of shape (n_profiles, n_thresholds)
+        Widths in positions; +inf where a profile never falls below the
+        threshold (beyond the window).
+    """
+    p = np.asarray(profiles, dtype=float)
+    d = np.asarray(distance, dtype=float)
+    out = np.empty((p.shape[0], len(thresholds)))
+    for j, t in enumerate(thresholds):
+        below = p < t  # NaN compares False: skipped
+        out[:, j] = np.where(below.any(axis=1), d[np.argmax(below, axis=1)], np.inf)
+    return out

@@ -11,14 +11,15 @@ Two resampling units, one machinery:
   blocks with replacement, the same blocks for every distance, so the
   correlation between distances is kept: its profile is the ratio of summed
   sums to summed counts, a (R, n_blocks) × (n_blocks, K) product, made a
-  chunk of distances at a time by :func:`bootstrap_anchor_blocks`. This is
+  chunk of distances at a time by :func:`bootstrap_units`. This is
   the non-overlapping block bootstrap (Carlstein 1986; Lahiri, *Resampling
   Methods for Dependent Data*, 2003, §2.5): blocks keep the dependence
   between neighbouring anchors (they share positions and, in a smooth table,
   similar vectors) inside a block.
 * **seeds** (a stochastic encoding run with several seeds): each seed's
   profile is one unit; a resample draws seeds with replacement and pools
-  their profiles weighted by pair counts (:func:`resample_units`). With few
+  their profiles weighted by pair counts, by the same :func:`bootstrap_units`
+  with the seeds' sums (mean × n_pairs) and pair counts as units. With few
   seeds this is coarse (3 seeds give 10 distinct resamples).
 
 For every resampled profile the band widths are recomputed and the selected
@@ -29,8 +30,8 @@ answer; a refit that leaves the model's bounds is redone with the bounded
 fit, and a replicate on a bound is kept, since dropping it would censor the
 distribution when the truth lies on the bound, as a stretched exponential's
 stretch = 2 for a Gaussian profile); a refit that fails is a NaN replicate
-and is counted (more than 10 % failures leave the decay-length
-interval empty: the fit is unstable under resampling). Intervals are percentile intervals at ``level``
+and is counted (more than ``max_failed_fraction``, default 10 %, failures
+leave the decay-length interval empty: the fit is unstable under resampling). Intervals are percentile intervals at ``level``
 (Efron & Tibshirani 1993, §13.3). Resampling is seeded
 (``numpy.random.default_rng(seed)``), so results are reproducible.
 
@@ -48,16 +49,15 @@ import math
 import warnings
 
 import numpy as np
-import pandas as pd
 from scipy import fft, optimize
 
-from .decay import DECAY_MODELS, MAXFEV, DecayFits
+from .bands import first_crossings
+from .decay import MAXFEV, DecayFits
 
 __all__ = [
-    "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS",
-    "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_profile",
-    "bootstrap_anchor_blocks",
-    "percentile_interval", "band_widths",
+    "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS", "MAX_FAILED_FRACTION",
+    "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_units",
+    "bootstrap_anchor_blocks", "percentile_interval",
 ]
 
 #: Resamples per bootstrap (refits of the selected decay model per run).
@@ -103,7 +103,8 @@ class AnchorBlocks:
             return self.sums.sum(axis=0) / self.counts.sum(axis=0)
 
 
-def anchor_block_sums(units, max_distance: int, block_length: int | None = None) -> AnchorBlocks:
+def anchor_block_sums(units, max_distance: int, block_length: int | None = None, *,
+                      n_blocks: int = N_BLOCKS) -> AnchorBlocks:
     """Per-anchor-block sums of the similarity profile, computed once.
 
     Parameters
@@ -114,7 +115,9 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     max_distance : int
         Largest distance, 0 <= max_distance < n_positions.
     block_length : int, optional
-        Anchors per block; default ceil(n_positions / N_BLOCKS).
+        Anchors per block; default ceil(n_positions / n_blocks).
+    n_blocks : int
+        Blocks when ``block_length`` is not given (default N_BLOCKS = 32).
 
     Returns
     -------
@@ -157,7 +160,7 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None)
     n = len(u)
     if not 0 <= max_distance < n:
         raise ValueError(f"max_distance must be in [0, {n}), got {max_distance}")
-    block_length = math.ceil(n / N_BLOCKS) if block_length is None else int(block_length)
+    block_length = math.ceil(n / n_blocks) if block_length is None else int(block_length)
     if not 1 <= block_length <= n:
         raise ValueError(f"block_length must be in [1, n_positions = {n}], got {block_length}")
     size = max_distance + 1
@@ -276,30 +279,6 @@ def percentile_interval(values, level: float, *, integer: bool = False) -> tuple
     return low, high
 
 
-def band_widths(distance, profiles, thresholds) -> np.ndarray:
-    """First distance at which each profile falls below each threshold.
-
-    Parameters
-    ----------
-    distance : ndarray of shape (n_distances,)
-    profiles : ndarray of shape (n_profiles, n_distances)
-        NaN entries (no pair) are skipped.
-    thresholds : sequence of float
-
-    Returns
-    -------
-    ndarray of shape (n_profiles, n_thresholds)
-        Widths in positions; +inf where a profile never falls below (beyond the window).
-    """
-    p = np.asarray(profiles, dtype=float)
-    out = np.empty((p.shape[0], len(thresholds)))
-    for j, t in enumerate(thresholds):
-        below = p < t  # NaN compares False: skipped
-        first = np.argmax(below, axis=1)
-        out[:, j] = np.where(below.any(axis=1), np.asarray(distance, float)[first], np.inf)
-    return out
-
-
 @dataclasses.dataclass(frozen=True)
 class BootstrapResult:
     """Bootstrap replicates and intervals of one profile.
@@ -313,11 +292,14 @@ class BootstrapResult:
     block_length : int or None
         Anchors per block (anchor_block only).
     thresholds : tuple of float
-    replicates : DataFrame
-        One row per resample: ``resample``, ``decay_length`` (NaN if no model
-        was selected or the refit failed), ``band_width_<t>`` (+inf: beyond the window).
+    decay_lengths : ndarray of shape (n_resamples,)
+        The selected model's decay length refitted on each resample (positions;
+        NaN if no model was selected or the refit failed).
+    band_widths : ndarray of shape (n_resamples, n_thresholds)
+        Each resample's band width at each threshold (positions; +inf: beyond
+        the window; NaN: undefined, the resample has no pair at the window's end).
     decay_length_ci : (float, float)
-    band_width_ci : dict mapping threshold to (low, high)
+    band_widths_ci : dict mapping threshold to (low, high)
         Integer positions; high NaN when the upper quantile lies beyond the window.
     profile_ci : (ndarray, ndarray) of shape (n_distances,) each
         Pointwise percentile band of the resampled mean profile.
@@ -330,26 +312,12 @@ class BootstrapResult:
     n_resamples: int
     block_length: int | None
     thresholds: tuple[float, ...]
-    replicates: pd.DataFrame
+    decay_lengths: np.ndarray
+    band_widths: np.ndarray
     decay_length_ci: tuple[float, float]
-    band_width_ci: dict
+    band_widths_ci: dict
     profile_ci: tuple[np.ndarray, np.ndarray]
     n_failed: int
-
-    def summary(self) -> dict:
-        """Columns for ``summary.csv``: decay_length_ci_low/high, band_width_<t>_ci_low/high,
-        ci_method, ci_level, n_resamples, block_length, n_failed_refits."""
-        row = {"decay_length_ci_low": self.decay_length_ci[0], "decay_length_ci_high": self.decay_length_ci[1]}
-        for t, (low, high) in self.band_width_ci.items():
-            row[f"{band_column(t)}_ci_low"], row[f"{band_column(t)}_ci_high"] = low, high
-        row |= {"ci_method": self.method, "ci_level": self.level, "n_resamples": self.n_resamples,
-                "block_length": self.block_length, "n_failed_refits": self.n_failed}
-        return row
-
-
-def band_column(threshold: float) -> str:
-    """``band_width_<t>`` column name (0.9 → band_width_0p9, −0.5 → band_width_m0p5)."""
-    return "band_width_" + f"{threshold:g}".replace("-", "m").replace(".", "p")
 
 
 def _column_quantiles(values, qs):
@@ -389,36 +357,13 @@ def _spread(profiles) -> float:
     return spread
 
 
-def _refit(fits: DecayFits, distance, profiles, counts) -> tuple[np.ndarray, int]:
-    """Decay length of the selected model refitted to each resampled profile.
-
-    A binned fit (long profile, :attr:`DecayFits.bins`) is refitted on each
-    resample's bins: Σ counts · profile / Σ counts over the same distances."""
-    if fits.selected is None:
-        return np.full(profiles.shape[0], np.nan), 0
-    if fits.bins is None:
-        index = np.searchsorted(distance, fits.distance)  # fitted distances within the resampled grid
-        return _refit_points(fits, profiles[:, index], counts[:, index])
-    index = np.searchsorted(distance, fits.bin_distance)
-    starts = fits.bins[:, 0]
-    y_all = np.empty((profiles.shape[0], starts.size))
-    n_all = np.empty_like(y_all)
-    for r0 in range(0, profiles.shape[0], 16):  # a few resamples at a time: bounded memory
-        c = counts[r0:r0 + 16, index]
-        n_all[r0:r0 + 16] = np.add.reduceat(c, starts, axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            y_all[r0:r0 + 16] = np.add.reduceat(np.nan_to_num(profiles[r0:r0 + 16, index]) * c, starts,
-                                                axis=1) / n_all[r0:r0 + 16]
-    return _refit_points(fits, y_all, n_all)
-
-
 def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
     """Refit the selected model to resampled fitted points y_all (pairs n_all), shape (n_resamples, n_points)."""
     best = fits.selected
     reps = np.full(y_all.shape[0], np.nan)
     if best is None:
         return reps, 0
-    model = DECAY_MODELS[best.model]
+    model = best.decay_model
     d_fit = fits.distance
     p0 = np.array([best.params[p] for p in model.param_names])
     lower, upper = (np.asarray(b, dtype=float) for b in model.bounds(d_fit, fits.similarity))
@@ -445,55 +390,10 @@ def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
     return reps, failed
 
 
-def bootstrap_profile(distance, profiles, counts, *, fits: DecayFits, thresholds, method: str,
-                      level: float = BOOTSTRAP_LEVEL, block_length: int | None = None) -> BootstrapResult:
-    """Band widths, refitted decay lengths and intervals from resampled profiles.
-
-    Parameters
-    ----------
-    distance : ndarray of shape (n_distances,)
-        Distances of the resampled profiles (0, 1, ..., max_distance), positions.
-    profiles, counts : ndarray of shape (n_resamples, n_distances)
-        From :func:`resample_units`.
-    fits : DecayFits
-        The fit of the original profile (target ``profile``); its selected
-        model is refitted on the distances it used.
-    thresholds : sequence of float
-        Band-width thresholds.
-    method : {"anchor_block", "seed"}
-    level : float
-    block_length : int, optional
-        Recorded for anchor blocks.
-
-    Returns
-    -------
-    BootstrapResult
-    """
-    distance = np.asarray(distance, dtype=float)
-    thresholds = tuple(float(t) for t in thresholds)
-    widths = band_widths(distance, profiles, thresholds)
-    spread = _spread(profiles)
-    same = fits.selected is not None and spread <= 1e-12  # NaN (no pair in a resample) left out
-    if same:  # every resample is the profile (exactly translation-invariant table): no refits needed
-        reps = np.full(profiles.shape[0], fits.selected.decay_length)
-        failed = 0
-    else:
-        reps, failed = _refit(fits, distance, profiles, counts)
-    low, high = _column_quantiles(profiles, [(1 - level) / 2, (1 + level) / 2])
-    return _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high))
-
-
 def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rng, *, fits: DecayFits, thresholds,
-                            level: float = BOOTSTRAP_LEVEL) -> BootstrapResult:
-    """Anchor-block bootstrap straight from the block sums, never holding all resampled profiles.
-
-    The same result as ``bootstrap_profile(distance, *resample_units(blocks.sums, blocks.counts,
-    n_resamples, rng), ...)`` (the same draws from ``rng``), up to rounding (~1e-16 in the resampled
-    points the refits see), with O(n_resamples · (n_fitted + ~10⁶ / n_resamples)) memory instead of
-    two (n_resamples, n_distances) arrays (3.2 GB at 200 resamples of 1,048,576 distances): the
-    resampled profiles are made and reduced (band widths, spread, pointwise percentiles) a chunk of
-    distances at a time, and the refits' points come from the block sums of the fitted distances
-    (or of their bins).
+                            level: float = BOOTSTRAP_LEVEL,
+                            max_failed_fraction: float = MAX_FAILED_FRACTION) -> BootstrapResult:
+    """The anchor-block bootstrap of one run: :func:`bootstrap_units` over its anchor blocks.
 
     Parameters
     ----------
@@ -502,17 +402,63 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     blocks : AnchorBlocks
     n_resamples : int
     rng : numpy.random.Generator
-    fits, thresholds, level
-        As for :func:`bootstrap_profile`.
+    fits, thresholds, level, max_failed_fraction
+        As for :func:`bootstrap_units`.
 
     Returns
     -------
     BootstrapResult
         ``method = "anchor_block"``, ``block_length`` from ``blocks``.
     """
+    return bootstrap_units(distance, blocks.sums, blocks.counts, n_resamples, rng, fits=fits, thresholds=thresholds,
+                           level=level, method="anchor_block", block_length=blocks.block_length,
+                           max_failed_fraction=max_failed_fraction)
+
+
+def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: DecayFits, thresholds,
+                    level: float = BOOTSTRAP_LEVEL, method: str = "anchor_block", block_length: int | None = None,
+                    max_failed_fraction: float = MAX_FAILED_FRACTION) -> BootstrapResult:
+    """Band widths, refitted decay lengths and intervals from units (anchor blocks or seeds) resampled with replacement.
+
+    Each resample draws the units with replacement (:func:`resample_units`,
+    the same draws from ``rng``) and pools them into a profile. The resampled
+    profiles are made and reduced (band widths, spread, pointwise
+    percentiles) a chunk of distances at a time, never all at once (two
+    (n_resamples, n_distances) arrays would take 3.2 GB at 200 resamples of
+    1,048,576 distances), and the refits' points come from the units' sums at
+    the fitted distances (or their bins): O(n_resamples · (n_fitted + ~10⁶ /
+    n_resamples)) memory.
+
+    Parameters
+    ----------
+    distance : ndarray of shape (n_distances,)
+        Distances of the columns (positions), increasing.
+    sums, counts : ndarray of shape (n_units, n_distances)
+        Per-unit sums of similarities and pair counts (anchor blocks:
+        :class:`AnchorBlocks`; seeds: mean × n_pairs and n_pairs).
+    n_resamples : int
+    rng : numpy.random.Generator
+    fits : DecayFits
+        The fit of the original profile (target ``profile``); its selected
+        model is refitted on the distances it used, from its estimate.
+    thresholds : sequence of float
+        Band-width thresholds.
+    level : float
+        Level of the percentile intervals, in (0, 1).
+    method : {"anchor_block", "seed"}
+        Recorded.
+    block_length : int, optional
+        Recorded for anchor blocks.
+    max_failed_fraction : float
+        More failed refits than this fraction leave the decay-length interval
+        NaN (default MAX_FAILED_FRACTION = 0.1).
+
+    Returns
+    -------
+    BootstrapResult
+    """
     distance = np.asarray(distance, dtype=float)
     thresholds = tuple(float(t) for t in thresholds)
-    sums, counts = blocks.sums, blocks.counts
     weights = _resample_weights(sums.shape[0], n_resamples, rng)
     widths = np.full((n_resamples, len(thresholds)), np.inf)
     last_defined = np.full(n_resamples, -np.inf)  # largest distance at which each resample has a pair
@@ -522,7 +468,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     for c0 in range(0, distance.size, step):
         c1 = min(distance.size, c0 + step)
         chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1])
-        w = band_widths(distance[c0:c1], chunk, thresholds)
+        w = first_crossings(distance[c0:c1], chunk, thresholds)
         first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
         widths[first] = w[first]
         defined = ~np.isnan(chunk)
@@ -546,19 +492,18 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
         reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts))
-    return _result("anchor_block", level, blocks.block_length, thresholds, fits, reps, failed, widths, (low, high))
+    return _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
+                   max_failed_fraction)
 
 
-def _result(method, level, block_length, thresholds, fits, reps, failed, widths, profile_ci) -> BootstrapResult:
-    """Replicates table and percentile intervals of one bootstrap."""
+def _result(method, level, block_length, thresholds, fits, reps, failed, widths, profile_ci,
+            max_failed_fraction) -> BootstrapResult:
+    """Percentile intervals of one bootstrap's replicates."""
     n_resamples = widths.shape[0]
-    frame = pd.DataFrame({"resample": np.arange(n_resamples), "decay_length": reps})
-    for j, t in enumerate(thresholds):
-        frame[band_column(t)] = widths[:, j]
     return BootstrapResult(
         method=method, level=float(level), n_resamples=int(n_resamples),
-        block_length=block_length, thresholds=thresholds, replicates=frame,
+        block_length=block_length, thresholds=thresholds, decay_lengths=reps, band_widths=widths,
         decay_length_ci=(percentile_interval(reps, level) if fits.selected is not None
-                         and failed <= MAX_FAILED_FRACTION * n_resamples else (math.nan, math.nan)),
-        band_width_ci={t: percentile_interval(widths[:, j], level, integer=True) for j, t in enumerate(thresholds)},
+                         and failed <= max_failed_fraction * n_resamples else (math.nan, math.nan)),
+        band_widths_ci={t: percentile_interval(widths[:, j], level, integer=True) for j, t in enumerate(thresholds)},
         profile_ci=profile_ci, n_failed=int(failed))

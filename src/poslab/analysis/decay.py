@@ -104,15 +104,17 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import fft, optimize, stats
 
-__all__ = ["DecayModel", "DecayFit", "DecayFits", "DECAY_MODELS", "fit_decay", "fit_weights", "upper_envelope",
-           "oscillates", "bin_points", "MAX_FIT_POINTS"]
+__all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
+           "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
 #: A model must lower the AIC by this much against a constant (no decay) to be reported;
@@ -133,8 +135,6 @@ OSCILLATION_MIN_SE = 25.0
 MAX_FIT_POINTS = 4096
 #: ... of which the first this many distances stay single points.
 EXACT_FIT_POINTS = 2048
-#: Parameters that are positive scales: a relative standard error above 1 makes them not identifiable.
-_SCALE_PARAMS = ("amplitude", "length", "sigma", "period", "exponent", "stretch")
 
 
 def _information_criteria(rss_w: float, n_points: int, k: int) -> tuple[float, float]:
@@ -144,25 +144,115 @@ def _information_criteria(rss_w: float, n_points: int, k: int) -> tuple[float, f
 
 
 @dataclass(frozen=True)
-class DecayModel:
-    """A named decay function with parameter bounds and a data-driven guess.
+class Scales:
+    """What a parameter's data-driven bounds and initial guess are computed from.
 
-    ``function(d, *params)`` evaluates the curve at distances ``d`` (positions,
-    any shape); ``param_names`` gives the parameter order and the table columns
-    ``<name>`` / ``<name>_se``; ``formula`` is the human-readable curve in ``d``.
-    ``guess(d, y)`` and ``bounds(d, y)`` take sorted distances and similarities
-    of shape (n_points,) and return ``p0`` and ``(lower, upper)``, arrays of
-    shape (n_params,). ``decay_length(params)`` is the closed-form decay length
-    in positions (see the module docstring).
+    Attributes
+    ----------
+    d, y : ndarray of shape (n_points,)
+        Sorted distances (positions) and similarities being fitted.
+    spacing, span : float
+        Smallest step and extent of ``d`` (positions).
+    asymptote, amplitude, length : float
+        The shared start (:func:`_start`): tail mean, y[0] − tail mean, and
+        the interpolated distance where y − asymptote first falls below
+        amplitude / e (span / 3 if it never does).
+    """
+
+    d: np.ndarray
+    y: np.ndarray
+    spacing: float
+    span: float
+    asymptote: float
+    amplitude: float
+    length: float
+
+    @classmethod
+    def of(cls, d, y) -> "Scales":
+        spacing, span = _scales(d)
+        asymptote, amplitude, length = _start(d, y)
+        return cls(d, y, spacing, span, asymptote, amplitude, length)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A decay-model parameter with its hints, as lmfit's parameter hints: unit, bounds and initial guess.
+
+    Attributes
+    ----------
+    name : str
+        Also the ``decay_metrics`` columns ``<name>``, ``<name>_se``, ``<name>_ci_low``, ``<name>_ci_high``.
+    unit : str
+        ``cosine similarity``, ``positions`` or "" (dimensionless).
+    description : str
+    bounds : callable
+        ``bounds(scales) -> (lower, upper)`` from the data's :class:`Scales`.
+    guess : callable
+        ``guess(scales) -> float``: the data-driven initial value.
+    scale : bool
+        A positive scale: a relative standard error above 1 makes the fit ``not_identifiable``.
     """
 
     name: str
-    param_names: tuple[str, ...]
-    formula: str
+    unit: str
+    description: str
+    bounds: Callable[[Scales], tuple[float, float]]
+    guess: Callable[[Scales], float]
+    scale: bool = True
+
+
+@dataclass(frozen=True)
+class DecayModel:
+    """A named decay curve: its function, parameters with hints, and decay-length rule (lmfit's ``Model``).
+
+    Attributes
+    ----------
+    name : str
+    function : callable
+        ``function(d, *params)``: the curve at distances ``d`` (positions, any shape).
+    parameters : tuple of Parameter
+        In the order ``function`` takes them.
+    formula : str
+        The curve in ``d``, for people.
+    length_rule : str
+        How the decay length follows from the parameters, for people.
+    length : callable
+        ``length(params) -> float``: the decay length in positions (module docstring).
+
+    ``guess(d, y)`` and ``bounds(d, y)`` take sorted distances and
+    similarities of shape (n_points,) and return ``p0`` and ``(lower, upper)``,
+    arrays of shape (n_params,); ``decay_length(params)`` applies ``length``.
+    """
+
+    name: str
     function: Callable[..., np.ndarray]
-    guess: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    bounds: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-    decay_length: Callable[[np.ndarray], float]
+    parameters: tuple[Parameter, ...]
+    formula: str
+    length_rule: str
+    length: Callable[[np.ndarray], float]
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    def guess(self, d, y) -> np.ndarray:
+        """Data-driven initial values, shape (n_params,) (each :class:`Parameter`'s hint)."""
+        scales = Scales.of(d, y)
+        return np.array([p.guess(scales) for p in self.parameters], dtype=float)
+
+    def bounds(self, d, y) -> tuple[np.ndarray, np.ndarray]:
+        """Data-driven (lower, upper), each of shape (n_params,)."""
+        scales = Scales.of(d, y)
+        lower, upper = np.array([p.bounds(scales) for p in self.parameters], dtype=float).T
+        return lower, upper
+
+    def decay_length(self, params) -> float:
+        """Decay length (positions) of the curve with parameters ``params`` (in order)."""
+        return self.length(params)
+
+    def curve(self, distance, params: dict) -> np.ndarray:
+        """The curve at ``distance`` (positions) with named parameters."""
+        return np.asarray(self.function(distance, *(params[p] for p in self.param_names)), float)
 
 
 def _exponential(d, amplitude, length, asymptote):
@@ -219,37 +309,6 @@ def _dominant_period(d, z):
     return d.size * step / k
 
 
-def _guess(names):
-    """Guess maker for parameters ``names``: the shared :func:`_start` values,
-    sigma = L / sqrt(2), exponent = 1 / ln(1 + L), stretch = 1 and the period of
-    the dominant rfft frequency of y - asymptote (each gives decay length L)."""
-
-    def guess(d, y):
-        asymptote, amplitude, length = _start(d, y)
-        rule = {"amplitude": amplitude, "asymptote": asymptote, "length": length, "sigma": length / math.sqrt(2),
-                "exponent": 1 / math.log1p(length), "stretch": 1.0}
-        if "period" in names:
-            rule["period"] = _dominant_period(d, y - asymptote)
-        return np.array([rule[p] for p in names], dtype=float)
-
-    return guess
-
-
-def _bounds(names):
-    """Bounds maker for parameters ``names``; cosine similarity lies in [-1, 1]."""
-
-    def bounds(d, y):
-        spacing, span = _scales(d)
-        length = (spacing / 10, 100 * span)
-        rule = {"amplitude": (0.0, 2.0), "asymptote": (-1.0, 1.0), "length": length, "sigma": length,
-                "exponent": (1 / math.log1p(100 * span), 20.0), "stretch": (1e-2, 2.0),
-                "period": (2 * spacing, 2 * span)}
-        lower, upper = np.array([rule[p] for p in names], dtype=float).T
-        return lower, upper
-
-    return bounds
-
-
 def _damped_cosine_decay_length(p) -> float:
     """First d > 0 with exp(-d / length) * cos(2 pi d / period) = 1/e.
 
@@ -264,29 +323,51 @@ def _damped_cosine_decay_length(p) -> float:
     return upper if excess(upper) >= 0 else float(optimize.brentq(excess, 0.0, upper, xtol=1e-12 * upper))
 
 
-def _model(name, params, formula, function, decay_length):
-    return DecayModel(name, params, formula, function, _guess(params), _bounds(params), decay_length)
+def _length_bounds(s: Scales) -> tuple[float, float]:
+    return s.spacing / 10, 100 * s.span
 
 
-DECAY_MODELS: dict[str, DecayModel] = {m.name: m for m in (
-    _model("exponential", ("amplitude", "length", "asymptote"), "amplitude * exp(-d / length) + asymptote",
-           _exponential, lambda p: float(p[1])),
-    _model("gaussian", ("amplitude", "sigma", "asymptote"), "amplitude * exp(-d**2 / (2 * sigma**2)) + asymptote",
-           _gaussian, lambda p: float(p[1] * math.sqrt(2))),
-    _model("power_law", ("amplitude", "exponent", "asymptote"), "amplitude * (1 + d)**(-exponent) + asymptote",
-           _power_law, lambda p: float(math.expm1(1 / p[1]))),
-    _model("stretched_exponential", ("amplitude", "length", "stretch", "asymptote"),
-           "amplitude * exp(-(d / length)**stretch) + asymptote",
-           _stretched_exponential, lambda p: float(p[1])),
-    _model("damped_cosine", ("amplitude", "length", "period", "asymptote"),
-           "amplitude * exp(-d / length) * cos(2 * pi * d / period) + asymptote",
-           _damped_cosine, _damped_cosine_decay_length),
-)}
-"""Built-in decay models by name. Bounds: amplitude in [0, 2] (decay from above), asymptote in
-[-1, 1], length and sigma in [spacing / 10, 100 * span], exponent in [1 / ln(1 + 100 * span), 20]
-(decay length at most 100 * span, as for length), stretch in [0.01, 2], period in
-[2 * spacing, 2 * span] (spacing, span: smallest step and extent of the distances, in
-positions). ``damped_cosine`` has zero phase (cos = 1 at d = 0)."""
+#: Parameter hints shared by the models: cosine similarity lies in [-1, 1]; decays are from above.
+AMPLITUDE = Parameter("amplitude", "cosine similarity", "height of the decay above its asymptote at distance 0",
+                      lambda s: (0.0, 2.0), lambda s: s.amplitude)
+ASYMPTOTE = Parameter("asymptote", "cosine similarity", "similarity the curve tends to at large distance",
+                      lambda s: (-1.0, 1.0), lambda s: s.asymptote, scale=False)
+LENGTH = Parameter("length", "positions", "e-folding length", _length_bounds, lambda s: s.length)
+SIGMA = Parameter("sigma", "positions", "Gaussian width", _length_bounds, lambda s: s.length / math.sqrt(2))
+EXPONENT = Parameter("exponent", "", "power-law exponent",
+                     lambda s: (1 / math.log1p(100 * s.span), 20.0), lambda s: 1 / math.log1p(s.length))
+STRETCH = Parameter("stretch", "", "stretching exponent (1: exponential, 2: Gaussian)",
+                    lambda s: (1e-2, 2.0), lambda s: 1.0)
+PERIOD = Parameter("period", "positions", "oscillation period",
+                   lambda s: (2 * s.spacing, 2 * s.span), lambda s: _dominant_period(s.d, s.y - s.asymptote))
+
+DECAY_MODELS: Mapping[str, DecayModel] = MappingProxyType({m.name: m for m in (
+    DecayModel("exponential", _exponential, (AMPLITUDE, LENGTH, ASYMPTOTE),
+               "amplitude * exp(-d / length) + asymptote", "length", lambda p: float(p[1])),
+    DecayModel("gaussian", _gaussian, (AMPLITUDE, SIGMA, ASYMPTOTE),
+               "amplitude * exp(-d**2 / (2 * sigma**2)) + asymptote", "sigma * sqrt(2)",
+               lambda p: float(p[1] * math.sqrt(2))),
+    DecayModel("power_law", _power_law, (AMPLITUDE, EXPONENT, ASYMPTOTE),
+               "amplitude * (1 + d)**(-exponent) + asymptote", "e**(1 / exponent) - 1",
+               lambda p: float(math.expm1(1 / p[1]))),
+    DecayModel("stretched_exponential", _stretched_exponential, (AMPLITUDE, LENGTH, STRETCH, ASYMPTOTE),
+               "amplitude * exp(-(d / length)**stretch) + asymptote", "length", lambda p: float(p[1])),
+    DecayModel("damped_cosine", _damped_cosine, (AMPLITUDE, LENGTH, PERIOD, ASYMPTOTE),
+               "amplitude * exp(-d / length) * cos(2 * pi * d / period) + asymptote",
+               "first root of exp(-d / length) * cos(2 * pi * d / period) = 1/e (<= length, <= period / 4)",
+               _damped_cosine_decay_length),
+)})
+"""The built-in decay models by name, read-only (pass your own :class:`DecayModel` to :func:`fit_decay`).
+Bounds: amplitude in [0, 2] (decay from above), asymptote in [-1, 1], length and sigma in
+[spacing / 10, 100 * span], exponent in [1 / ln(1 + 100 * span), 20] (decay length at most
+100 * span, as for length), stretch in [0.01, 2], period in [2 * spacing, 2 * span] (spacing,
+span: smallest step and extent of the distances, in positions). Initial guesses: the shared
+start (:class:`Scales`), sigma = L / sqrt(2), exponent = 1 / ln(1 + L), stretch = 1 and the
+period of the dominant rfft frequency of y - asymptote (each gives decay length L).
+``damped_cosine`` has zero phase (cos = 1 at d = 0)."""
+
+#: Every parameter of the built-in models, each once, in first-seen order (the ``decay_metrics`` columns).
+PARAMETERS: tuple = tuple({p.name: p for m in DECAY_MODELS.values() for p in m.parameters}.values())
 
 
 @dataclass(frozen=True)
@@ -300,8 +381,7 @@ class DecayFit:
     ``"failed"``; ``message`` explains it ("" when ok). Unless ok, ``params``,
     ``stderr``, intervals, goodness of fit and ``decay_length`` (positions) are NaN.
     ``ci`` maps each parameter to its (low, high) Wald interval at ``ci_level``;
-    ``sigma`` holds the per-point standard errors used as weights (shape
-    (n_points,), None without n_pairs), for refits on resampled profiles.
+    ``decay_model`` is the :class:`DecayModel` fitted (``model`` is its name).
     """
 
     model: str
@@ -323,6 +403,7 @@ class DecayFit:
     decay_length_se: float = math.nan
     decay_length_ci: tuple[float, float] = (math.nan, math.nan)
     ci_level: float = CI_LEVEL
+    decay_model: DecayModel | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -357,9 +438,8 @@ class DecayFits:
         best = self.selected
         if best is None:
             return np.full(d.shape, np.nan)
-        model = DECAY_MODELS[best.model]
         with np.errstate(all="ignore"):
-            return np.asarray(model.function(d, *(best.params[p] for p in model.param_names)), float)
+            return best.decay_model.curve(d, best.params)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per model: target, model, status, message, then for the union of
@@ -407,7 +487,8 @@ def upper_envelope(similarity) -> tuple[np.ndarray, np.ndarray]:
     return envelope, y >= envelope
 
 
-def oscillates(similarity, *, se=None) -> bool:
+def oscillates(similarity, *, se=None, min_depth: float = OSCILLATION_MIN_DEPTH,
+               min_se: float = OSCILLATION_MIN_SE) -> bool:
     """True if the profile rises back by more than noise: an oscillation worth an envelope fit.
 
     Parameters
@@ -416,13 +497,18 @@ def oscillates(similarity, *, se=None) -> bool:
         Profile in order of increasing distance; non-finite values are skipped.
     se : array_like of shape (n_distances,), optional
         Standard errors of the points (:func:`fit_weights`).
+    min_depth : float
+        Fraction of the profile's range the depth must exceed (default
+        OSCILLATION_MIN_DEPTH = 0.05).
+    min_se : float
+        Median standard errors the depth must exceed (default OSCILLATION_MIN_SE = 25).
 
     Returns
     -------
     bool
         The depth max(M − y), M the :func:`upper_envelope`, exceeds both
-        OSCILLATION_MIN_DEPTH (5 %) of the profile's range and, given ``se``,
-        OSCILLATION_MIN_SE (25) times the median standard error. The second
+        ``min_depth`` of the profile's range and, given ``se``, ``min_se``
+        times the median standard error. The second
         condition keeps a noisy tail from passing for an oscillation: the
         standard errors treat neighbouring anchors as independent, while the
         profile's noise is correlated over distances and rises several times
@@ -439,8 +525,8 @@ def oscillates(similarity, *, se=None) -> bool:
         return False
     envelope, _ = upper_envelope(y)
     depth = float(np.max(envelope - y))
-    noise = OSCILLATION_MIN_SE * float(np.median(se[keep])) if se is not None else 0.0
-    return bool(depth > max(OSCILLATION_MIN_DEPTH * np.ptp(y), noise) and depth > 0)
+    noise = min_se * float(np.median(se[keep])) if se is not None else 0.0
+    return bool(depth > max(min_depth * np.ptp(y), noise) and depth > 0)
 
 
 def fit_weights(n_pairs, std, *, pooled: float | None = None) -> np.ndarray | None:
@@ -472,7 +558,7 @@ def fit_weights(n_pairs, std, *, pooled: float | None = None) -> np.ndarray | No
 
 
 def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, target="profile",
-              level=CI_LEVEL) -> DecayFits:
+              level=CI_LEVEL, min_aic_gain: float = MIN_AIC_GAIN, maxfev: int = MAXFEV) -> DecayFits:
     """Fit decay models to a similarity profile or to its upper envelope.
 
     Parameters
@@ -483,19 +569,25 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     similarity : array_like of shape (n_distances,)
         Mean cosine similarity at each distance.
     n_pairs : array_like of shape (n_distances,), optional
-        Number of position pairs behind each mean; distances with fewer than
-        2 are dropped.
+        Number of position pairs behind each mean (>= 0); distances with fewer
+        than 2 are dropped.
     std : array_like of shape (n_distances,), optional
         Standard deviation of the similarities at each distance. With
         ``n_pairs`` it gives the weights (standard error of the mean, with a
         floor: module docstring, "Weights") and the flatness test.
-    models : str or iterable of str, optional
-        Names from :data:`DECAY_MODELS` (default: all, in registry order).
+    models : str, DecayModel or iterable of them, optional
+        Names from :data:`DECAY_MODELS` or your own :class:`DecayModel`
+        objects (default: every built-in, in catalogue order).
     target : {"profile", "envelope"}
         Fit the profile itself, or its upper envelope (:func:`upper_envelope`)
         at the distances where the profile touches it.
     level : float
         Confidence level of the parameter and decay-length intervals, in (0, 1).
+    min_aic_gain : float
+        A model must lower the AIC by at least this much against a constant
+        (default MIN_AIC_GAIN = 10), else ``no_better_than_constant``.
+    maxfev : int
+        Function evaluations allowed per curve_fit call (default MAXFEV = 20000).
 
     Returns
     -------
@@ -505,8 +597,8 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     Raises
     ------
     ValueError
-        If the arrays are not 1-D of one shape, a finite distance is negative,
-        a model name, target or level is invalid. Numerical trouble never
+        If the arrays are not 1-D of one shape, a finite distance or n_pairs is
+        negative, a model name, target or level is invalid. Numerical trouble never
         raises: it becomes a status.
 
     Notes
@@ -530,16 +622,16 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     pin every length below 100), ``not_converged`` (the result equals
     the guess), ``not_identifiable`` (infinite decay length), ``out_of_range``
     (decay length outside the fitted distances: an extrapolation) and
-    ``no_better_than_constant`` (AIC not at least MIN_AIC_GAIN = 10 below that
+    ``no_better_than_constant`` (AIC not at least ``min_aic_gain`` below that
     of a constant, Burnham & Anderson 2002). Fits use curve_fit with
-    ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev=MAXFEV``.
+    ``method="trf"``, bounds, ``x_scale="jac"`` and ``maxfev``.
     """
     if target not in ("profile", "envelope"):
         raise ValueError(f"target must be 'profile' or 'envelope', got {target!r}")
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
     d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
-    names = _check_models(models)
+    chosen = _check_models(models)
     pooled = (math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0) if s is not None and n is not None \
         else None  # of the whole profile (envelope points are a subset; bins keep Σ n·std²)
     shape = bin_points(_fit_bins(d.size), d, y, n, s) if d.size > MAX_FIT_POINTS else (d, y, n, s)
@@ -554,19 +646,18 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     sigma = fit_weights(n, s, pooled=pooled)
     common = None  # (status, message) shared by all models, computed once
     fits = []
-    for name in names:
-        model = DECAY_MODELS[name]
+    for model in chosen:
         need = len(model.param_names) + 2
         if d.size < need:
             message = (f"only {d.size} usable points (finite, n_pairs >= 2"
                        f"{', on the envelope' if target == 'envelope' else ''}); "
-                       f"the {name} model needs at least {need}")
+                       f"the {model.name} model needs at least {need}")
             fits.append(_unfit(model, "too_few_points", message, d.size, target))
             continue
         if common is None:  # flat/rising are properties of the profile, whatever the target
             common = _shape_status(*shape)
         fits.append(_unfit(model, *common, d.size, target) if common[0]
-                    else _fit_one(model, d, y, sigma, target, level))
+                    else _fit_one(model, d, y, sigma, target, level, min_aic_gain, maxfev))
     ok = [f for f in fits if f.status == "ok"]
     if ok:
         best_aicc = min(f.aicc for f in ok)
@@ -621,6 +712,9 @@ def _check_inputs(distance, similarity, n_pairs, std):
                          + ", ".join(f"{k} {v}" for k, v in shapes.items()))
     keep = np.logical_and.reduce([np.isfinite(a) for a in arrays.values()])
     if "n_pairs" in arrays:
+        if np.any(arrays["n_pairs"][keep] < 0):
+            raise ValueError(f"n_pairs must be >= 0 (the number of position pairs behind each mean), got minimum "
+                             f"{arrays['n_pairs'][keep].min():g}; pass the profile's n_pairs")
         keep &= arrays["n_pairs"] >= 2
     if np.any(arrays["distance"][keep] < 0):
         raise ValueError(f"distance must be >= 0 (|i - j| in positions), got minimum "
@@ -630,12 +724,18 @@ def _check_inputs(distance, similarity, n_pairs, std):
     return d, y, n, s
 
 
-def _check_models(models):
-    names = list(DECAY_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
-    unknown = [m for m in names if m not in DECAY_MODELS]
-    if unknown or not names:
-        raise ValueError(f"unknown decay model(s) {unknown}; choose from {list(DECAY_MODELS)}")
-    return list(dict.fromkeys(names))
+def _check_models(models) -> list[DecayModel]:
+    """The models asked for, each once: names from :data:`DECAY_MODELS` or :class:`DecayModel` objects."""
+    given = list(DECAY_MODELS) if models is None else [models] if isinstance(models, (str, DecayModel)) \
+        else list(models)
+    unknown = [m for m in given if not isinstance(m, DecayModel) and m not in DECAY_MODELS]
+    if unknown or not given:
+        raise ValueError(f"unknown decay model(s) {unknown}; choose from {list(DECAY_MODELS)} or pass DecayModel objects")
+    chosen = [m if isinstance(m, DecayModel) else DECAY_MODELS[m] for m in given]
+    first: dict[str, DecayModel] = {}
+    for m in chosen:
+        first.setdefault(m.name, m)
+    return list(first.values())
 
 
 def _shape_status(d, y, n, s):
@@ -670,7 +770,7 @@ def _unfit(model, status, message, n_points, target="profile", level=CI_LEVEL):
     nan = {p: math.nan for p in model.param_names}
     return DecayFit(model.name, status, message, nan, dict(nan), math.nan, math.nan, math.nan,
                     math.nan, math.nan, int(n_points), target=target,
-                    ci={p: (math.nan, math.nan) for p in model.param_names}, ci_level=level)
+                    ci={p: (math.nan, math.nan) for p in model.param_names}, ci_level=level, decay_model=model)
 
 
 def _decay_length_se(model, popt, pcov) -> float:
@@ -695,7 +795,7 @@ def _on_bound(value, lower, upper) -> bool:
     return min(value - lower, upper - value) <= 1e-6 * (upper - lower)
 
 
-def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
+def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=MIN_AIC_GAIN, maxfev=MAXFEV):
     """Fit one model; every numerical failure becomes a status, never an exception."""
 
     def unfit(status, message):
@@ -709,18 +809,18 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
             warnings.simplefilter("always")
             popt, pcov = optimize.curve_fit(
                 model.function, d, y, p0=p0, sigma=sigma,
-                absolute_sigma=False, bounds=(lower, upper), method="trf", x_scale="jac", maxfev=MAXFEV)
+                absolute_sigma=False, bounds=(lower, upper), method="trf", x_scale="jac", maxfev=maxfev)
             stderr = np.sqrt(np.diag(pcov))
             resid = y - model.function(d, *popt)
             length = model.decay_length(popt)
             length_se = _decay_length_se(model, popt, pcov) if np.isfinite(length) else math.nan
     except RuntimeError as exc:
-        return unfit("not_converged", f"curve_fit did not converge within {MAXFEV} evaluations: {exc}")
+        return unfit("not_converged", f"curve_fit did not converge within {maxfev} evaluations: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed fit is a row, not a crash
         return unfit("failed", f"fit failed with {type(exc).__name__}: {exc}")
     bad = [p for p, e, lo, hi in zip(model.param_names, stderr, lower, upper) if not 0 < e <= hi - lo]
-    vague = [f"{p} ({e / abs(v):.3g})" for p, v, e in zip(model.param_names, popt, stderr)
-             if p in _SCALE_PARAMS and not e <= abs(v)]
+    vague = [f"{p.name} ({e / abs(v):.3g})" for p, v, e in zip(model.parameters, popt, stderr)
+             if p.scale and not e <= abs(v)]
     if np.isfinite(length) and not length_se <= length:
         vague.append(f"decay length ({length_se / length:.3g})")
     if any(issubclass(w.category, optimize.OptimizeWarning) for w in caught) or bad:
@@ -749,9 +849,9 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
     w = np.ones_like(y) if sigma is None else (1 / sigma**2) / np.mean(1 / sigma**2)
     aic, bic = _information_criteria(float(np.sum(w * resid**2)), n_pts, k)
     aic_constant, _ = _information_criteria(float(np.sum(w * (y - np.sum(w * y) / np.sum(w)) ** 2)), n_pts, 1)
-    if aic > aic_constant - MIN_AIC_GAIN:
+    if aic > aic_constant - min_aic_gain:
         return unfit("no_better_than_constant",
-                     f"AIC {aic:.4g} is not at least {MIN_AIC_GAIN:g} below that of a constant ({aic_constant:.4g}): "
+                     f"AIC {aic:.4g} is not at least {min_aic_gain:g} below that of a constant ({aic_constant:.4g}): "
                      "the decay is not supported over no decay")
     t = float(stats.t.ppf((1 + level) / 2, max(n_pts - k, 1)))
     return DecayFit(
@@ -765,4 +865,4 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL):
         ci={p: (float(v - t * e), float(v + t * e)) for p, v, e in zip(model.param_names, popt, stderr)},
         decay_length_se=float(length_se),
         decay_length_ci=(float(length - t * length_se), float(length + t * length_se)),
-        ci_level=float(level))
+        ci_level=float(level), decay_model=model)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_table
-from ..analysis.grid import grid_similarity, parse_grid
+from ..analysis.grid import parse_grid
 from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
@@ -334,24 +334,3 @@ class Learned(Encoding):
                 f"(first: {bad[:10].tolist()}); fix the source table, or analyse a window without them "
                 f"(a smaller n_positions for this entry, or a larger offset)")
         return window
-
-    def run_info(self, n_positions: int) -> dict[str, Any]:
-        """``tensor``, ``source_dtype``, ``row_offset`` (row of position 0), ``grid_shape``, ``prefix_tokens``, ``position_rule``."""
-        st = self.stored()
-        offset, grid = self._layout()
-        return {"tensor": st.tensor, "source_dtype": st.source_dtype, "row_offset": offset,
-                "grid_shape": f"{grid[0]}x{grid[1]}" if grid else None,
-                "prefix_tokens": offset if grid else None, "position_rule": self.position_rule()}
-
-    def run_tables(self, table, n_positions):
-        """For a vision table, ``grid_profiles`` and ``grid_maps`` over its whole patch grid.
-
-        The grid analysis covers every patch of the stored grid, whatever
-        ``n_positions``, on the raw (uncentred) vectors; see
-        :func:`poslab.analysis.grid.grid_similarity`.
-        """
-        offset, grid = self._layout()
-        if grid is None:
-            return {}
-        result = grid_similarity(self.table()[offset : offset + grid[0] * grid[1]], grid)
-        return {"grid_profiles": result.to_frame(), "grid_maps": result.map_frame()}

@@ -43,11 +43,11 @@ def register(cls: type[Encoding]) -> type[Encoding]:
         raise TypeError(f"{cls.__name__} must set a class attribute kind = 'name'")
     if "__dataclass_fields__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True)")
-    clash = sorted(p for p in cls.defaults() if p in reserved_columns() or p.startswith("band_width_"))
+    clash = {p: tables for p in cls.defaults() if (tables := _column_tables(p))}
     if clash:
-        raise ValueError(
-            f"{cls.__name__} has parameter(s) {', '.join(clash)} whose names are output table columns; rename them"
-        )
+        named = "; ".join(f"{p} (a column of {', '.join(f'{t}.csv' for t in tables)})" for p, tables in clash.items())
+        raise ValueError(f"{cls.__name__} has parameter(s) named like output columns: {named}. Every parameter "
+                         "becomes a key column of every table, so rename them")
     held = _REGISTRY.get(cls.kind)
     if held is not None and held is not cls and _qualname(held) != _qualname(cls):
         raise ValueError(
@@ -59,19 +59,17 @@ def register(cls: type[Encoding]) -> type[Encoding]:
 
 
 def reserved_columns() -> set[str]:
-    """Column names of the output tables, which encoding parameters may not take."""
-    from ..analysis.decay import DECAY_MODELS
+    """Column names of the output tables, which encoding parameters may not take (families as their pattern,
+    e.g. the band widths; see :func:`poslab.stages.reserved_columns`)."""
+    from ..stages import reserved_columns as columns
 
-    names = {
-        "study", "label", "kind", "seed", "distance", "mean_similarity", "std_similarity", "n_pairs",
-        "fitted_similarity", "model", "status", "message", "threshold", "width", "recrosses", "crossings",
-        "row_start", "row_stop", "col_start", "col_stop", "n_positions", "table_dim", "selected_model",
-        "decay_length", "seconds", "excluded_positions", "r2", "rmse", "aic", "bic", "n_points", "selected",
-        "center", "max_distance",
-    }
-    for model in DECAY_MODELS.values():
-        names |= set(model.param_names) | {f"{p}_se" for p in model.param_names}
-    return names
+    return set(columns())
+
+
+def _column_tables(name: str) -> tuple[str, ...]:
+    from ..stages import column_tables
+
+    return column_tables(name)
 
 
 def unregister(kind: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -24,10 +25,34 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure"]
+from ..stages.heatmap import HEATMAPS
+from ..stages.profile import PROFILES
 
-_HEATMAP_COLUMNS = ("label", "seed", "row_start", "row_stop", "col_start", "col_stop", "mean_similarity")
-_PROFILE_COLUMNS = ("label", "seed", "distance", "mean_similarity")
+__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES"]
+
+#: file name -> function(tables, title) returning a Figure, or None to skip (see :func:`study_figure`).
+STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {}
+
+
+def study_figure(filename: str):
+    """Decorator: ``draw(tables, title) -> Figure | None`` draws the study figure ``filename`` from the tables.
+
+    It returns None when the tables it needs are absent or empty; ``poslab
+    run`` and ``poslab plot`` then skip the figure.
+    """
+    def register(draw):
+        if STUDY_FIGURES.setdefault(filename, draw) is not draw:
+            raise ValueError(f"two study figures are named {filename}")
+        return draw
+
+    return register
+
+
+def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
+    return name in tables and len(tables[name]) > 0
+
+_HEATMAP_COLUMNS = HEATMAPS.declared("label", "seed", "row_start", "row_stop", "col_start", "col_stop", "mean_similarity")
+_PROFILE_COLUMNS = PROFILES.declared("label", "seed", "distance", "mean_similarity")
 
 
 def curve_palette(n: int) -> list:
@@ -304,3 +329,17 @@ def save_figure(fig, path, *, dpi=150) -> None:
     pyplot = sys.modules.get("matplotlib.pyplot")  # only pyplot-managed figures need closing
     if pyplot is not None:
         pyplot.close(fig)
+
+
+@study_figure("similarity_heatmaps.png")
+def heatmaps_figure(tables, title=None):
+    """The block-averaged similarity matrices of every run (None without heatmaps)."""
+    return plot_similarity_heatmaps(tables["heatmaps"], title=title) if _nonempty(tables, "heatmaps") else None
+
+
+@study_figure("decay_curves.png")
+def decay_figure(tables, title=None):
+    """The similarity profiles with their selected fits and decay lengths (None without profiles)."""
+    if not _nonempty(tables, "profiles"):
+        return None
+    return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title)

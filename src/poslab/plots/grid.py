@@ -6,12 +6,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .core import _check_frame as _check
+from ..stages.learned import GRID_MAPS, GRID_PROFILES
+from .core import _check_frame as _check, study_figure
 
 __all__ = ["plot_grid_profiles", "grid_figure"]
 
-_PROFILE_COLUMNS = ("label", "metric", "distance", "mean_similarity")
-_MAP_COLUMNS = ("label", "row", "col", "reference_row", "reference_col", "similarity")
+_PROFILE_COLUMNS = GRID_PROFILES.declared("label", "metric", "distance", "mean_similarity")
+_MAP_COLUMNS = GRID_MAPS.declared("label", "row", "col", "reference_row", "reference_col", "similarity")
 # Euclidean distances are many and sparse (one point per distinct √(Δr² + Δc²)): points, not a line.
 _STYLE = {"euclidean": ("none", "."), "manhattan": ("-", "s"), "along_row": ("--", None), "along_column": (":", None)}
 
@@ -79,6 +80,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
     return fig
 
 
+@study_figure("grid_profiles.png")
 def grid_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``grid_profiles.png`` (None when no run has a patch grid)."""
     profiles = tables.get("grid_profiles")

@@ -8,12 +8,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .core import _check_frame, _select_labels, curve_palette
+from ..stages.rope import INV_FREQ, ROPE_DECAY
+from .core import _check_frame, _select_labels, curve_palette, study_figure
 
 __all__ = ["plot_rope_geometry", "rope_figure"]
 
-_FREQ_COLUMNS = ("label", "pair", "wavelength", "scale_factor")
-_DECAY_COLUMNS = ("label", "distance", "relative_upper_bound")
+_FREQ_COLUMNS = INV_FREQ.declared("label", "pair", "wavelength", "scale_factor")
+_DECAY_COLUMNS = ROPE_DECAY.declared("label", "distance", "relative_upper_bound")
 
 
 def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labels=None,
@@ -77,6 +78,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     return fig
 
 
+@study_figure("rope_geometry.png")
 def rope_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``rope_geometry.png``: None unless the study has rotary runs."""
     if not all(name in tables and len(tables[name]) for name in ("inv_freq", "rope_decay")):

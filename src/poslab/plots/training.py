@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 
@@ -10,13 +9,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .core import _check_frame
+from ..stages import SUMMARY
+from ..stages.bands import BAND_WIDTH
+from .core import _check_frame, study_figure
 
 __all__ = ["plot_band_emergence", "emergence_figure"]
 
 
 def _threshold_label(column: str) -> str:
-    return column.removeprefix("band_width_").replace("m", "-").replace("p", ".")
+    return f"{BAND_WIDTH.value_of(column):g}"
 
 
 def _interval_bars(ax, rows: pd.DataFrame, column: str, color) -> None:
@@ -38,7 +39,7 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     summary : DataFrame
         A study's ``summary`` table (one row per run) with columns ``label``,
         ``status``, ``step`` (training step; empty for runs that are not
-        training snapshots), ``decay_length`` and ``band_width_<t>`` (positions).
+        training snapshots), ``decay_length`` and the band widths (positions).
         Rows with a step are drawn as curves, one per training run
         (``source``); every other ``ok`` run (sinusoidal, random, a real table)
         is drawn as a dashed horizontal reference line, averaged over seeds.
@@ -49,8 +50,8 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     Returns
     -------
     Figure
-        Two panels: ``decay_length`` and ``band_width_<t>`` for every
-        threshold t, both in positions, against step (symlog axis: step 0 is
+        Two panels: ``decay_length`` and the band width at every
+        threshold, both in positions, against step (symlog axis: step 0 is
         the initialisation), with their bootstrap intervals as bars where the
         summary has ``<column>_ci_low`` / ``_ci_high``. Missing values (no selected decay model, no
         crossing within max_distance) are simply not drawn.
@@ -60,12 +61,12 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     ValueError
         Required columns missing, or no ``ok`` row has a step.
     """
-    _check_frame(summary, ("label", "status", "step", "decay_length"), "summary")
+    _check_frame(summary, ("label", *SUMMARY.declared("status", "decay_length"), "step"), "summary")
     ok = summary[summary["status"] == "ok"]
     steps = ok[ok["step"].notna()]
     if steps.empty:
         raise ValueError("summary has no successful training-snapshot runs (rows with a step): nothing to plot")
-    widths = [c for c in summary.columns if re.fullmatch(r"band_width_m?\d+(p\d+)?", c)]  # not the _ci_ columns
+    widths = [c for c in summary.columns if BAND_WIDTH.matches(c)]  # not their _ci_ columns
     others = ok[ok["step"].isna()]
     groups = steps.groupby("source", sort=False) if "source" in steps.columns else [(None, steps)]
     fig = Figure(figsize=(panel_size[0] * 2, panel_size[1]), layout="constrained")
@@ -102,6 +103,7 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     return fig
 
 
+@study_figure("band_emergence.png")
 def emergence_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``band_emergence.png``: None unless the summary has successful training-snapshot runs."""
     summary = tables.get("summary")

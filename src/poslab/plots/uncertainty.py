@@ -9,9 +9,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ..stages.comparison import COMPARISON
+from .core import study_figure
+
 __all__ = ["plot_decay_length_forest", "forest_figure"]
 
-_COLUMNS = ("label", "decay_length", "decay_length_ci_low", "decay_length_ci_high", "ci_method")
+_COLUMNS = COMPARISON.declared("label", "decay_length", "decay_length_ci_low", "decay_length_ci_high", "ci_method")
 
 
 def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: float = 7.0) -> Figure:
@@ -93,6 +96,7 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     return fig
 
 
+@study_figure("decay_lengths.png")
 def forest_figure(tables: dict[str, pd.DataFrame], title=None) -> Figure | None:
     """STUDY_FIGURES entry: the forest plot of the ``comparison`` table (None when absent or empty)."""
     comparison = tables.get("comparison")

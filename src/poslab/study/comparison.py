@@ -9,7 +9,7 @@ Per encoding label, the interval comes from
 * **seeds** when the label has several successful runs with different seeds
   (a stochastic encoding): the profiles of the seeds are pooled (weighted by
   pair counts) and fitted, and seeds are resampled with replacement
-  (:func:`poslab.analysis.bootstrap.resample_units`); the selected model is
+  (:func:`poslab.analysis.bootstrap.bootstrap_units`); the selected model is
   refitted on every resample;
 * **anchor blocks** otherwise: the run's own bootstrap replicates
   (``bootstrap.csv``, written by the runner).
@@ -47,14 +47,16 @@ import pandas as pd
 from scipy import stats
 
 from ..analysis import band_metrics, fit_decay
-from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, N_RESAMPLES, bootstrap_profile,
-                                  min_replicates, percentile_interval, resample_units)
+from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_RESAMPLES,
+                                  bootstrap_units, min_replicates, percentile_interval)
+from ..analysis.decay import MIN_AIC_GAIN
 
 __all__ = ["compare_runs", "seed_bootstrap"]
 
 
 def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5, 0.0),
-                   n_resamples: int = N_RESAMPLES, level: float = BOOTSTRAP_LEVEL, seed: int = BOOTSTRAP_SEED):
+                   n_resamples: int = N_RESAMPLES, level: float = BOOTSTRAP_LEVEL, seed: int = BOOTSTRAP_SEED,
+                   min_aic_gain: float = MIN_AIC_GAIN, max_failed_fraction: float = MAX_FAILED_FRACTION):
     """Pooled fit and seed-bootstrap replicates of one label's runs.
 
     Parameters
@@ -69,8 +71,10 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
         Smallest distance fitted (positions).
     thresholds : sequence of float
         Band-width thresholds.
-    n_resamples, level, seed
+    n_resamples, level, seed, max_failed_fraction
         Bootstrap settings; the generator is ``default_rng(seed)``.
+    min_aic_gain : float
+        Decay-fit setting (:func:`poslab.analysis.fit_decay`).
 
     Returns
     -------
@@ -103,10 +107,10 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
         # pooled per-pair std: within-seed plus between-seed spread
         pooled_std = np.sqrt(np.where(ok, n * (std**2 + (mean - pooled) ** 2), 0.0).sum(0) / counts.sum(0))
     use = distance >= fit_min_distance
-    fits = fit_decay(distance[use], pooled[use], n_pairs=counts.sum(0)[use], std=pooled_std[use], models=models)
-    means, pooled_counts = resample_units(sums, counts, n_resamples, np.random.default_rng(seed))
-    result = bootstrap_profile(distance, means, pooled_counts, fits=fits, thresholds=thresholds, method="seed",
-                               level=level)
+    fits = fit_decay(distance[use], pooled[use], n_pairs=counts.sum(0)[use], std=pooled_std[use], models=models,
+                     min_aic_gain=min_aic_gain)
+    result = bootstrap_units(distance, sums, counts, n_resamples, np.random.default_rng(seed), fits=fits,
+                             thresholds=thresholds, level=level, method="seed", max_failed_fraction=max_failed_fraction)
     return fits, result, distance, pooled
 
 
@@ -172,7 +176,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             fits, result, _, _ = seed_bootstrap(
                 profiles[profiles["label"] == label], models=options.models,
                 fit_min_distance=options.fit_min_distance, thresholds=options.thresholds,
-                n_resamples=n_resamples, level=level, seed=_label_seed(label))
+                n_resamples=n_resamples, level=level, seed=_label_seed(label), min_aic_gain=options.min_aic_gain,
+                max_failed_fraction=options.max_failed_fraction)
             best = fits.selected
             # k seeds have only C(2k - 1, k) distinct resamples (3 for 2 seeds, 10 for 3): too few for an
             # interval at this level leaves it empty (the spec warns), never a confident-looking one
@@ -184,7 +189,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     "decay_length_ci_high": result.decay_length_ci[1] if enough else math.nan,
                     "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
             if enough:
-                replicates[label] = result.replicates["decay_length"].to_numpy(dtype=float)
+                replicates[label] = result.decay_lengths
         else:
             run = runs.iloc[0]
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),

@@ -22,29 +22,12 @@ import pandas as pd
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
 from ..plots import STUDY_FIGURES, save_figure
+from ..stages import TABLES as SCHEMA
+from ..stages import build_stages, schema
 from .runner import TABLES, StudyResult
 
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
 
-_TEXT_COLUMNS = ("message", "selected_model", "excluded_positions")
-_KEYS = ("study", "label", "kind", "seed")
-_REQUIRED_COLUMNS = {
-    "summary": (*_KEYS, "n_positions", "max_distance", "status"),
-    "profiles": (*_KEYS, "distance", "mean_similarity", "std_similarity", "n_pairs"),
-    "decay_metrics": (*_KEYS, "model", "status", "decay_length", "selected"),
-    "bands": (*_KEYS, "threshold", "width"),
-    "heatmaps": (*_KEYS, "row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
-}
-#: Columns that must hold numbers (an edited CSV with text there is refused with the row named).
-_NUMERIC_COLUMNS = {
-    "summary": ("n_positions", "max_distance", "decay_length", "decay_length_ci_low", "decay_length_ci_high"),
-    "profiles": ("distance", "mean_similarity", "std_similarity", "n_pairs", "fitted_similarity",
-                 "mean_similarity_ci_low", "mean_similarity_ci_high"),
-    "decay_metrics": ("decay_length",),
-    "bands": ("threshold", "width"),
-    "heatmaps": ("row_start", "row_stop", "col_start", "col_stop", "mean_similarity"),
-    "comparison": ("decay_length", "decay_length_ci_low", "decay_length_ci_high", "fit_se", "max_distance"),
-}
 FIGURES = tuple(STUDY_FIGURES)
 #: Prefix of a file being rewritten in place (``poslab plot``): written under this name, then renamed.
 _FILE_TMP = ".poslab-tmp-"
@@ -133,7 +116,8 @@ def manifest(result: StudyResult, written_figures: list[str] | None = None,
         "dim": spec.dim,
         "max_distance": spec.max_distance,
         "seeds": list(spec.seeds),
-        "analysis": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(spec.analysis).items()},
+        "analysis": spec.analysis.as_dict(),
+        "stages": [{"name": stage.name, "settings": list(stage.settings())} for stage in build_stages(spec.analysis)],
         "runs": [{"label": r.label, "kind": r.encoding.kind, "params": r.encoding.params(), "seed": r.seed,
                   "n_positions": r.n_positions, "max_distance": r.max_distance} for r in spec.runs()],
         "failed_runs": result.summary.loc[result.summary["status"] != "ok", ["label", "seed", "message"]]
@@ -300,21 +284,14 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
             frame = pd.read_csv(path, low_memory=False)
         except (ValueError, pd.errors.ParserError) as exc:
             raise ValueError(f"cannot read {path}: {exc}; run the study again") from None
-        lacking = [c for c in _REQUIRED_COLUMNS.get(name, _KEYS) if c not in frame.columns]
+        table = SCHEMA.get(name)
+        lacking = [c for c in (schema.required(table) if table else ("study", "label", "kind", "seed"))
+                   if c not in frame.columns]
         if lacking and len(frame):  # a study whose runs all failed has empty tables
             raise ValueError(f"{path} lacks column(s) {', '.join(lacking)}; it is not a poslab table. Run the study again")
-        for col in _NUMERIC_COLUMNS.get(name, ()):
-            if col in frame.columns and len(frame) and not pd.api.types.is_numeric_dtype(frame[col]):
-                values = pd.to_numeric(frame[col], errors="coerce")
-                bad = frame[col][values.isna() & frame[col].notna()]
-                raise ValueError(f"{path}: column {col} must hold numbers, but row {bad.index[0] + 2} holds "
-                                 f"{bad.iloc[0]!r}; the table was edited. Run the study again to rewrite it")
-        for col in frame.columns:
-            if col == "seed" or (name == "bands" and col == "width") or (
-                name == "summary" and (col == "table_dim" or col.startswith("band_width_"))
-            ):
-                frame[col] = frame[col].astype("Int64")
-            elif col in _TEXT_COLUMNS:
-                frame[col] = frame[col].astype(object).fillna("").astype(str)
+        if table is not None:
+            schema.cast(frame, table, where=str(path))
+        elif "seed" in frame.columns:
+            frame["seed"] = frame["seed"].astype("Int64")
         out[name] = frame
     return out

@@ -8,12 +8,9 @@ A study file::
     seeds = [0, 1, 2]
     max_distance = 1023          # optional, default n_positions - 1
 
-    [analysis]                   # optional
-    center = false
+    [analysis]                   # optional: settings of the analysis stages (poslab.stages.AnalysisOptions)
     thresholds = [0.9, 0.5, 0.0]
-    models = ["exponential", "gaussian", "power_law", "stretched_exponential", "damped_cosine"]
-    heatmap_bins = 128
-    fit_min_distance = 1
+    n_resamples = 200
 
     [[encodings]]
     kind = "sinusoidal"
@@ -36,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import Integer, ValidationError, check
-from ..analysis.bands import DEFAULT_THRESHOLDS
 from ..analysis.bootstrap import min_replicates
-from ..analysis.decay import DECAY_MODELS
 from ..encodings import Encoding, make_encoding
+from ..stages import AnalysisOptions, parse_options
 from ..encodings.registry import get_encoding_class
 
 __all__ = ["MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
@@ -55,42 +51,6 @@ class StudyError(ValidationError):
 
 class StudyWarning(UserWarning):
     """A study is valid but some of its numbers will not mean much (too few resamples or seeds for an interval)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class AnalysisOptions:
-    """Options of the analysis pipeline, from a study's ``[analysis]`` table.
-
-    Attributes
-    ----------
-    center : bool
-        Subtract the mean position vector before cosine similarity.
-    thresholds : tuple of float
-        Band-width thresholds (cosine similarity levels in [−1, 1]).
-    models : tuple of str
-        Decay models to fit (names in ``poslab.analysis.DECAY_MODELS``).
-    heatmap_bins : int
-        Blocks per axis of the stored block-averaged heatmaps.
-    fit_min_distance : int
-        Smallest distance used in decay fits (distance 0 is 1 by construction).
-    precision : {"float64", "float32"}
-        Arithmetic of the similarity profile's FFTs and strips; float32 is
-        about twice as fast, its accuracy is stated in
-        :func:`poslab.analysis.similarity_profile`.
-    n_resamples : int
-        Bootstrap resamples behind every confidence interval (0: no intervals).
-    ci_level : float
-        Confidence level of the intervals, in (0, 1).
-    """
-
-    center: bool = False
-    thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
-    models: tuple[str, ...] = tuple(DECAY_MODELS)
-    heatmap_bins: int = 128
-    fit_min_distance: int = 1
-    precision: str = "float64"
-    n_resamples: int = 200
-    ci_level: float = 0.95
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,40 +108,10 @@ def _int(value, what, where, minimum):
 
 
 def _analysis(raw, where) -> AnalysisOptions:
-    if not isinstance(raw, dict):
-        raise StudyError(f"{where}: [analysis] must be a table, got {raw!r}")
-    fields = {f.name for f in dataclasses.fields(AnalysisOptions)}
-    unknown = sorted(set(raw) - fields)
-    if unknown:
-        raise StudyError(f"{where}: unknown [analysis] option(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
-    opts = dict(raw)
-    if "center" in opts and not isinstance(opts["center"], bool):
-        raise StudyError(f"{where}: [analysis] center must be true or false, got {opts['center']!r}")
-    if "thresholds" in opts:
-        t = opts["thresholds"]
-        if not isinstance(t, list) or not t or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and -1 <= v <= 1 for v in t
-        ):
-            raise StudyError(f"{where}: [analysis] thresholds must be a non-empty list of numbers in [-1, 1], got {t!r}")
-        if len(set(t)) != len(t):
-            raise StudyError(f"{where}: [analysis] thresholds must be distinct, got {t!r}")
-        opts["thresholds"] = tuple(float(v) for v in t)
-    if "models" in opts:
-        m = opts["models"]
-        if not isinstance(m, list) or not m or any(v not in DECAY_MODELS for v in m):
-            raise StudyError(f"{where}: [analysis] models must be a non-empty list from {', '.join(DECAY_MODELS)}; got {m!r}")
-        opts["models"] = tuple(m)
-    if "precision" in opts and opts["precision"] not in ("float64", "float32"):
-        raise StudyError(f"{where}: [analysis] precision must be \"float64\" or \"float32\", got {opts['precision']!r}")
-    for key, minimum in (("heatmap_bins", 2), ("fit_min_distance", 0), ("n_resamples", 0)):
-        if key in opts:
-            opts[key] = _int(opts[key], f"[analysis] {key}", where, minimum)
-    if "ci_level" in opts:
-        level = opts["ci_level"]
-        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-            raise StudyError(f"{where}: [analysis] ci_level must be a number in (0, 1) such as 0.95, got {level!r}")
-        opts["ci_level"] = float(level)
-    return AnalysisOptions(**opts)
+    try:
+        return parse_options(raw, where=where)
+    except ValidationError as exc:
+        raise StudyError(str(exc)) from None
 
 
 def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_runs: int | None) -> list[Encoding]:

@@ -1,0 +1,273 @@
+"""The stage protocol and the per-run context stages compute from.
+
+A *stage* is one analysis of a run: it declares what it writes (its tables,
+its ``summary.csv`` columns), which runs it applies to, the settings that
+change its results, and computes its rows from a :class:`RunContext`. The
+context derives what several stages share — the generated table, its unit
+rows, the similarity profile, the decay fits, the band metrics, the
+bootstrap — once, lazily, on first use.
+
+A stage is a frozen dataclass whose fields are its settings (the
+``[analysis]`` options of a study file), each declared with :func:`setting`:
+a default, a constraint (:mod:`poslab._validation`) and one line of
+documentation; they are recorded in ``manifest.json``. The protocol follows
+seaborn's ``_stats.base.Stat`` (a dataclass of parameters with one compute
+method over tidy data) and scikit-learn's declared parameter constraints.
+
+Adding a stage (README, "Adding an analysis")::
+
+    @dataclasses.dataclass(frozen=True)
+    class FirstMinimum(Stage):
+        name = "first_minimum"
+        description = "distance of the first local minimum of the profile"
+        summary = (Column("first_minimum", "Int64", "positions", "...", beyond_window=True),)
+        uses = frozenset({"profile"})
+
+        def compute(self, ctx):
+            return Output(summary={"first_minimum": ...})
+
+and list it in :data:`poslab.stages.PIPELINE`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._validation import Constraint
+from .schema import Column, Table
+
+__all__ = ["Stage", "Output", "RunContext", "setting", "settings_of"]
+
+
+def setting(default, check: Constraint, doc: str) -> Any:
+    """A stage setting: an ``[analysis]`` option with its default, constraint and one-line description.
+
+    Parameters
+    ----------
+    default
+        Used when the study file does not set it (immutable: tuples, not lists).
+    check : Constraint
+        What a study file may give (``Integer(minimum=0)``, ``ListOf(...)``, ...).
+    doc : str
+        One line for error messages, ``docs/tables.md`` and ``manifest.json`` readers.
+    """
+    return dataclasses.field(default=default, metadata={"check": check, "doc": doc})
+
+
+def settings_of(stage: type[Stage]) -> tuple[dataclasses.Field, ...]:
+    """The setting fields a stage class declares itself (not those of its bases)."""
+    return tuple(f for f in dataclasses.fields(stage) if "check" in f.metadata)
+
+
+@dataclasses.dataclass
+class Output:
+    """What one stage computed for one run.
+
+    Attributes
+    ----------
+    summary : dict
+        Its ``summary.csv`` columns for this run (declared in ``Stage.summary``).
+    tables : dict of DataFrame
+        Its tables' rows for this run, without the run's keys (the runner
+        adds them); names and columns declared in ``Stage.tables``.
+    note : str
+        Appended to the run's ``message`` (e.g. why no decay model was selected).
+    """
+
+    summary: dict = dataclasses.field(default_factory=dict)
+    tables: dict = dataclasses.field(default_factory=dict)
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """Base class of analysis stages: declare, then compute from a :class:`RunContext`.
+
+    Class attributes
+    ----------------
+    name : str
+        Stage name (``bands``, ``bootstrap``, ...), recorded in manifest.json.
+    description : str
+        One line for ``docs/tables.md``.
+    applies_to : str
+        Which runs it applies to, in words (``every run``, ``rotary runs``);
+        :meth:`applies` decides.
+    tables : tuple of Table
+        Tables it writes (rows per run).
+    summary : tuple of Column
+        Columns it adds to ``summary.csv``.
+    uses : frozenset of str
+        Context values it reads (``table``, ``units``, ``profile``, ``fits``,
+        ``envelope_fits``, ``bands``, ``bootstrap``): the runner frees the
+        unit rows before the bootstrap's resamples when no later stage uses them.
+    fills_intervals : bool
+        It writes the ``_ci_low`` / ``_ci_high`` columns of the other stages'
+        interval columns (the bootstrap).
+    open_summary : bool
+        Transitional: it passes on columns an encoding reports through the
+        old ``run_info`` / ``run_tables`` hooks, which the schema cannot know.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    applies_to: ClassVar[str] = "every run"
+    tables: ClassVar[tuple[Table, ...]] = ()
+    summary: ClassVar[tuple[Column, ...]] = ()
+    uses: ClassVar[frozenset[str]] = frozenset()
+    fills_intervals: ClassVar[bool] = False
+    open_summary: ClassVar[bool] = False
+
+    def applies(self, ctx: RunContext) -> bool:
+        """Whether this stage has anything to say about the run (default: every run)."""
+        return True
+
+    def compute(self, ctx: RunContext) -> Output:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def may_write(self, name: str, summary: Table) -> bool:
+        """Whether ``name`` is a summary column this stage declares (or an interval it fills)."""
+        if any(col.matches(name) for col in self.summary):
+            return True
+        if self.fills_intervals and name.endswith(("_ci_low", "_ci_high")):
+            col = summary.column(name)
+            return col is not None and col.interval
+        return False
+
+    def settings(self) -> dict[str, Any]:
+        """This stage's settings and their values."""
+        return {f.name: getattr(self, f.name) for f in settings_of(type(self))}
+
+
+class RunContext:
+    """One run's table and everything derived from it, computed once on first use and shared by the stages.
+
+    Parameters
+    ----------
+    encoding : Encoding
+    n_positions, max_distance : int
+        The run's analysed window.
+    dim : int
+        The study's width (encodings that keep their own width ignore it).
+    options : AnalysisOptions
+        Every stage's settings (the study's ``[analysis]``).
+    seed : int or None
+        The run's seed: the encoding's generator and the bootstrap's.
+    table : ndarray of shape (n_positions, table_dim), optional
+        An already generated table (default: generated on first use).
+
+    Attributes (derived on first use)
+    ---------------------------------
+    table : ndarray of shape (n_positions, table_dim), float64
+    units : poslab.analysis.UnitRows
+        Unit rows (centred first with ``center``); excluded positions reported.
+    profile : poslab.analysis.SimilarityProfile
+        Distances 0..max_distance. A window with no pair of valid positions
+        at any distance >= 1 is refused (ValueError): nothing can be measured.
+    fits : poslab.analysis.DecayFits
+        Decay models fitted to the profile from ``fit_min_distance`` on.
+    envelope_fits : DecayFits or None
+        Fitted to the upper envelope when the profile oscillates.
+    bands : poslab.analysis.BandMetrics
+    bootstrap : poslab.analysis.bootstrap.BootstrapResult or None
+        The anchor-block bootstrap (None when ``n_resamples`` is 0).
+    """
+
+    def __init__(self, encoding, *, n_positions: int, max_distance: int, dim: int, options, seed: int | None = None,
+                 table: np.ndarray | None = None):
+        self.encoding = encoding
+        self.n_positions = int(n_positions)
+        self.max_distance = int(max_distance)
+        self.dim = int(dim)
+        self.options = options
+        self.seed = seed
+        if table is not None:
+            self.__dict__["table"] = table
+        self.pending: tuple[Stage, ...] = ()  # stages still to run (the runner sets it)
+
+    # ----------------------------------------------------------------- derived
+    @functools.cached_property
+    def table(self) -> np.ndarray:
+        rng = np.random.default_rng(self.seed) if self.seed is not None else None
+        return self.encoding.generate(self.n_positions, self.dim, rng=rng)
+
+    @property
+    def table_dim(self) -> int:
+        return int(np.shape(self.table)[1])
+
+    @functools.cached_property
+    def units(self):
+        from ..analysis import unit_rows
+
+        return unit_rows(self.table, center=self.options.center)
+
+    @functools.cached_property
+    def profile(self):
+        from ..analysis.profile import _similarity_profile
+
+        if not 0 <= self.max_distance < len(self.units.vectors):
+            raise ValueError(f"max_distance must be in [0, {len(self.units.vectors)}), got {self.max_distance}")
+        profile = _similarity_profile(self.units, self.max_distance, precision=self.options.precision)
+        if self.max_distance >= 1 and not np.any(profile.n_pairs[1:] > 0):
+            excluded = profile.excluded_positions
+            raise ValueError(
+                f"no pair of valid positions within distances 1..{self.max_distance}: "
+                f"{len(excluded)} of {profile.n_positions} positions have zero or non-finite vectors "
+                f"(first: {list(excluded[:10])}), so nothing can be measured; analyse more positions or a wider table")
+        return profile
+
+    @functools.cached_property
+    def fit_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(distance, mean_similarity, n_pairs, std_similarity) at distances >= fit_min_distance."""
+        p = self.profile
+        use = p.distance >= self.options.fit_min_distance
+        return p.distance[use], p.mean_similarity[use], p.n_pairs[use], p.std_similarity[use]
+
+    @functools.cached_property
+    def fits(self):
+        from ..analysis.decay import fit_decay
+
+        d, y, n, s = self.fit_points
+        return fit_decay(d, y, n_pairs=n, std=s, models=self.options.models, min_aic_gain=self.options.min_aic_gain)
+
+    @functools.cached_property
+    def envelope_fits(self):
+        from ..analysis.decay import fit_decay, fit_weights, oscillates
+
+        o = self.options
+        d, y, n, s = self.fit_points
+        if not {f.status for f in self.fits.fits}.isdisjoint({"flat", "rising"}):
+            return None
+        if not oscillates(y, se=fit_weights(n, s), min_depth=o.oscillation_min_depth, min_se=o.oscillation_min_se):
+            return None
+        return fit_decay(d, y, n_pairs=n, std=s, models=o.models, target="envelope", min_aic_gain=o.min_aic_gain)
+
+    @functools.cached_property
+    def bands(self):
+        from ..analysis import band_metrics
+
+        return band_metrics(self.profile, self.options.thresholds)
+
+    @functools.cached_property
+    def bootstrap(self):
+        from ..analysis.bootstrap import anchor_block_sums, bootstrap_anchor_blocks
+
+        o = self.options
+        if o.n_resamples == 0:  # no intervals, and none of their cost
+            return None
+        profile, fits = self.profile, self.fits
+        anchor = anchor_block_sums(self.units, self.max_distance, n_blocks=o.n_blocks)
+        self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
+        rng = np.random.default_rng((o.bootstrap_seed, 0 if self.seed is None else int(self.seed)))
+        return bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
+                                       thresholds=o.thresholds, level=o.ci_level,
+                                       max_failed_fraction=o.max_failed_fraction)
+
+    def _release_units(self) -> None:
+        """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""
+        if "units" in self.__dict__ and not any("units" in s.uses for s in self.pending):
+            del self.__dict__["units"]
+

@@ -1,0 +1,79 @@
+"""The anchor-block bootstrap: intervals of the decay length, the band widths and the profile."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from .._validation import Integer, Real
+from ..analysis.bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_BLOCKS, N_RESAMPLES
+from .bands import BAND_WIDTH
+from .base import Output, RunContext, Stage, setting
+from .schema import Column, Table
+
+__all__ = ["Bootstrap", "BOOTSTRAP"]
+
+BOOTSTRAP = Table(
+    "bootstrap", "run × resample",
+    "The anchor-block bootstrap's replicates (resampled blocks of anchor positions, the same blocks at every "
+    "distance), behind every interval of summary.csv.",
+    (
+        Column("resample", "int", "", "resample index"),
+        Column("decay_length", "float", "positions",
+               "the selected model refitted to the resampled profile (empty: no model selected, or the refit "
+               "failed)"),
+        dataclasses.replace(BAND_WIDTH, dtype="float", interval=False, console=False,
+                            description="the resample's band width at threshold t (empty: beyond the window, or "
+                                        "undefined: no pair at the window's end)"),
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bootstrap(Stage):
+    """Percentile intervals from the anchor-block bootstrap, and its replicates."""
+
+    name = "bootstrap"
+    description = ("anchor-block bootstrap: blocks of anchor positions resampled with replacement, band widths "
+                   "recomputed and the selected model refitted per resample; percentile intervals")
+    tables = (BOOTSTRAP,)
+    summary = (
+        Column("ci_method", "str", "", "how intervals were obtained: anchor_block, or none (n_resamples = 0)"),
+        Column("ci_level", "float", "", "level of the intervals"),
+        Column("n_resamples", "Int64", "", "bootstrap resamples behind the intervals"),
+        Column("block_length", "Int64", "positions", "anchors per block"),
+        Column("n_failed_refits", "Int64", "",
+               "resamples whose refit failed (more than max_failed_fraction leave the decay-length interval empty)"),
+    )
+    uses = frozenset({"bootstrap"})
+    fills_intervals = True
+
+    n_resamples: int = setting(N_RESAMPLES, Integer(minimum=0),
+                               "bootstrap resamples behind every confidence interval (0: no intervals)")
+    ci_level: float = setting(BOOTSTRAP_LEVEL, Real(minimum=0, maximum=1, open_min=True, open_max=True),
+                              "confidence level of the intervals")
+    n_blocks: int = setting(N_BLOCKS, Integer(minimum=1),
+                            "anchor blocks per run (block_length = ceil(n_positions / n_blocks))")
+    bootstrap_seed: int = setting(BOOTSTRAP_SEED, Integer(minimum=0),
+                                  "seed of the resampling (with the run's seed: default_rng((bootstrap_seed, seed)))")
+    max_failed_fraction: float = setting(MAX_FAILED_FRACTION, Real(minimum=0, maximum=1),
+                                         "more failed refits than this fraction leave the decay-length interval empty")
+
+    def compute(self, ctx: RunContext) -> Output:
+        boot = ctx.bootstrap
+        if boot is None:
+            return Output(summary={"ci_method": "none", "n_resamples": 0})
+        low, high = boot.decay_length_ci
+        summary = {"decay_length_ci_low": low, "decay_length_ci_high": high}
+        for t, (low, high) in boot.band_widths_ci.items():
+            name = BAND_WIDTH.member(t)
+            summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        summary |= {"ci_method": boot.method, "ci_level": boot.level, "n_resamples": boot.n_resamples,
+                    "block_length": boot.block_length, "n_failed_refits": boot.n_failed}
+        frame = pd.DataFrame({"resample": np.arange(boot.n_resamples), "decay_length": boot.decay_lengths})
+        widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)
+        for j, t in enumerate(boot.thresholds):
+            frame[BAND_WIDTH.member(t)] = widths[:, j]
+        return Output(summary=summary, tables={"bootstrap": frame})

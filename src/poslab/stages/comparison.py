@@ -1,0 +1,45 @@
+"""The schema of the cross-run tables written by :func:`poslab.study.comparison.compare_runs`."""
+
+from __future__ import annotations
+
+from .schema import Column, Table
+
+__all__ = ["COMPARISON", "COMPARISON_PAIRS"]
+
+_DECAY_LENGTH = "decay length of the label (positions): its one run's, or the fit of its seeds' pooled profile"
+
+COMPARISON = Table(
+    "comparison", "label",
+    "The encodings ranked by decay length, with their intervals.",
+    (
+        Column("rank", "Int64", "", "1 = longest decay length (empty: no decay length)"),
+        Column("n_runs", "int", "", "successful runs of the label (seeds)"),
+        Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
+        Column("selected_model", "str", "", "selected decay model, or none"),
+        Column("decay_length", "float", "positions", _DECAY_LENGTH, interval=True),
+        Column("fit_se", "float", "positions", "delta-method standard error of the selected fit's decay length"),
+        Column("ci_method", "str", "", "seed (seeds resampled), anchor_block (the run's bootstrap) or none"),
+        Column("ci_level", "float", "", "level of the intervals"),
+        Column("n_resamples", "Int64", "", "bootstrap resamples"),
+    ),
+    keys="short",
+)
+
+COMPARISON_PAIRS = Table(
+    "comparison_pairs", "pair of labels",
+    "Whether the difference of two decay lengths exceeds its uncertainty (sampling and fit).",
+    (
+        Column("other_label", "str", "", "the label compared with"),
+        Column("other_kind", "str", "", "its kind"),
+        Column("decay_length", "float", "positions", "decay length of label"),
+        Column("other_decay_length", "float", "positions", "decay length of other_label"),
+        Column("difference", "float", "positions", "decay_length - other_decay_length; its bootstrap interval pairs "
+               "the replicates by index", interval=True),
+        Column("fit_difference_ci_low", "float", "positions", "fit (Wald) interval of the difference, low end"),
+        Column("fit_difference_ci_high", "float", "positions", "fit (Wald) interval of the difference, high end"),
+        Column("ci_level", "float", "", "level of the intervals"),
+        Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0"),
+        Column("verdict", "str", "", "longer, shorter, not distinguishable, not comparable, or different windows"),
+    ),
+    keys="short",
+)

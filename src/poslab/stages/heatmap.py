@@ -1,0 +1,43 @@
+"""Block-averaged similarity matrices, the data of the heatmap figures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .._validation import Integer
+from ..analysis.heatmap import _block_similarity
+from .base import Output, RunContext, Stage, setting
+from .schema import Column, Table
+
+__all__ = ["Heatmap", "HEATMAPS"]
+
+HEATMAPS = Table(
+    "heatmaps", "run × block pair",
+    "The cosine-similarity matrix averaged over blocks of positions (never formed: block sums of unit vectors).",
+    (
+        Column("row_start", "int", "positions", "first position of the row block", required=True),
+        Column("row_stop", "int", "positions", "end of the row block (half-open)", required=True),
+        Column("col_start", "int", "positions", "first position of the column block", required=True),
+        Column("col_stop", "int", "positions", "end of the column block (half-open)", required=True),
+        Column("mean_similarity", "float", "cosine similarity", "mean of S over the block pair", required=True),
+    ),
+    keys="short",
+    always=True,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Heatmap(Stage):
+    """The heatmaps table: S averaged over heatmap_bins x heatmap_bins blocks."""
+
+    name = "heatmap"
+    description = "the similarity matrix averaged over blocks, in O(n · dim)"
+    tables = (HEATMAPS,)
+    uses = frozenset({"units"})
+
+    heatmap_bins: int = setting(128, Integer(minimum=2),
+                                "blocks per axis of the stored heatmaps (at most n_positions; a shorter entry uses "
+                                "as many as it has positions)")
+
+    def compute(self, ctx: RunContext) -> Output:
+        return Output(tables={"heatmaps": _block_similarity(ctx.units, self.heatmap_bins).to_frame()})
