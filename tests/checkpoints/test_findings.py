@@ -16,8 +16,14 @@ from click.testing import CliRunner
 from poslab.checkpoints import list_tensors
 from poslab.cli import main
 from poslab.encodings import make_encoding
+from poslab.stages import run_stage
 
 BERT = "embeddings.position_embeddings.weight"
+
+
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
 
 
 def learned(source, **kw):
@@ -33,8 +39,8 @@ def test_padding_idx_plus_one_families(tmp_path, make_model, wpe, model_type, pa
                         {BERT: wpe[:20, :8], "embeddings.word_embeddings.weight": wpe[500:510, :8]})
     enc = learned(folder)
     np.testing.assert_array_equal(enc.generate(20 - pad - 1, 1), wpe[pad + 1 : 20, :8])
-    assert enc.run_info(4)["row_offset"] == pad + 1
-    assert "pad_token_id + 1 + p" in enc.run_info(4)["position_rule"]
+    assert _source(enc, 4)["row_offset"] == pad + 1
+    assert "pad_token_id + 1 + p" in _source(enc, 4)["position_rule"]
 
 
 @pytest.mark.parametrize("model_type, key", [
@@ -68,7 +74,7 @@ def test_vision_prefixes_and_grids(tmp_path, make_model, wpe, model_type, config
     enc = learned(folder)
     cells = grid[0] * grid[1]
     np.testing.assert_array_equal(enc.generate(cells, 1), wpe[prefix : prefix + cells, :8])
-    info = enc.run_info(cells)
+    info = _source(enc, cells)
     assert (info["row_offset"], info["grid_shape"], info["prefix_tokens"]) == (prefix, f"{grid[0]}x{grid[1]}", prefix)
 
 
@@ -87,7 +93,7 @@ def test_vision_key_of_two_tower_models_skips_the_cls_row(tmp_path, make_model, 
         learned(folder).generate(4, 1)
     enc = learned(folder, key=key)
     np.testing.assert_array_equal(enc.generate(9, 1), wpe[1:10, :8])
-    assert enc.run_info(9)["grid_shape"] == "3x3"
+    assert _source(enc, 9)["grid_shape"] == "3x3"
 
 
 @pytest.mark.parametrize("model_type, prefix", [("clip_vision_model", 1), ("siglip_vision_model", 0)])
@@ -109,7 +115,7 @@ def test_unknown_family_needs_an_explicit_offset(tmp_path, make_model, wpe):
     assert "rows: unknown — no rule applies; give offset" in result.output
     enc = learned(folder, offset=2)
     np.testing.assert_array_equal(enc.generate(20, 1), wpe[2:22, :8])
-    assert enc.run_info(20)["position_rule"] == "offset = 2 given"
+    assert _source(enc, 20)["position_rule"] == "offset = 2 given"
 
 
 def test_inspect_says_tensor_rows_and_rule(tmp_path, make_model, wpe):

@@ -17,6 +17,7 @@ from poslab.encodings.rope_scaling import (
     yarn_correction_range,
 )
 from poslab.encodings.rotary import rope_decay_bound
+from poslab.stages import run_stage
 
 # Llama 3.1 8B (meta-llama/Llama-3.1-8B config.json): hidden_size 4096, 32 heads -> head_dim 128
 LLAMA31 = {
@@ -29,8 +30,18 @@ LLAMA31_INLINE = dict(rope_type="llama3", rope_theta=500000, rotary_dim=128, fac
                       high_freq_factor=4, original_max_position_embeddings=8192)
 
 
+def _summary(enc, n_positions, dim=128):
+    """The rope_geometry stage's summary columns of a run (a study of width ``dim``)."""
+    return run_stage("rope_geometry", enc, n_positions, dim).summary
+
+
+def _tables(enc, n_positions, dim):
+    """The rope_geometry stage's tables of a run."""
+    return run_stage("rope_geometry", enc, n_positions, dim).tables
+
+
 def core_info(info):
-    """run_info without the provenance columns (rope_defaults, rope_rules), tested on their own."""
+    """The rope_geometry summary without the provenance columns (rope_defaults, rope_rules), tested on their own."""
     return {k: v for k, v in info.items() if k not in ("rope_defaults", "rope_rules")}
 
 
@@ -132,9 +143,9 @@ def test_dynamic_base_grows_only_beyond_max_position_embeddings():
     np.testing.assert_allclose(rope_parameters("dynamic", **params, seq_len=4096)[0],
                                rope_inv_freq(128, 1e4 * 3 ** (128 / 126)), rtol=1e-15)
     enc = make_encoding("rotary", rope_type="dynamic", rotary_dim=128, factor=2, max_position_embeddings=2048)
-    assert core_info(enc.run_info(4096)) == {"effective_rope_type": "dynamic", "attention_scaling": 1.0,
+    assert core_info(_summary(enc, 4096)) == {"effective_rope_type": "dynamic", "attention_scaling": 1.0,
                                              "rope_length": 4096}
-    freqs = enc.run_tables(enc.generate(4096, 128), 4096)["inv_freq"]
+    freqs = _tables(enc, 4096, 128)["inv_freq"]
     assert freqs["effective_rope_theta"].iloc[0] == pytest.approx(30527.7367, abs=1e-4)
 
 
@@ -158,15 +169,15 @@ def test_longrope_short_or_long_by_analysed_length(tmp_path):
     np.testing.assert_allclose(enc.inv_freq(3072, 4097), reference / np.array(long), rtol=1e-15)
     attention = math.sqrt(1 + math.log(32) / math.log(4096))
     assert attention == pytest.approx(1.190238, abs=1e-6)
-    assert core_info(enc.run_info(4097)) == {"effective_rope_type": "longrope",
+    assert core_info(_summary(enc, 4097)) == {"effective_rope_type": "longrope",
                                              "attention_scaling": pytest.approx(attention), "rope_length": 4097,
                                              "rope_factors": "long"}
-    assert enc.run_info(100)["rope_factors"] == "short"
+    assert _summary(enc, 100)["rope_factors"] == "short"
     table = enc.generate(8, 3072)
     assert table.shape == (8, 96)
     np.testing.assert_allclose(np.linalg.norm(table, axis=1), attention * np.sqrt(48), rtol=1e-12)
     cfg["rope_scaling"]["attention_factor"] = 1.0  # explicit wins
-    assert make_encoding("rotary", config=str(write_config(tmp_path / "x", cfg))).run_info(10)["attention_scaling"] == 1.0
+    assert _summary(make_encoding("rotary", config=str(write_config(tmp_path / "x", cfg))), 10)["attention_scaling"] == 1.0
     cfg["rope_scaling"]["short_factor"] = short[:10]
     bad = make_encoding("rotary", config=str(write_config(tmp_path / "bad", cfg)))
     with pytest.raises(ValueError, match="short_factor has 10 values, expected rotary_dim / 2 = 48"):
@@ -183,7 +194,7 @@ def test_config_equals_inline(tmp_path):
     for enc in (from_file, from_folder):
         np.testing.assert_array_equal(enc.generate(300, 768), expected)  # the study dim does not matter
         np.testing.assert_array_equal(enc.inv_freq(768), inline.inv_freq(128))
-        assert enc.run_info(300) == inline.run_info(300)
+        assert _summary(enc, 300) == _summary(inline, 300)
     assert from_file.label == f"rotary(config={path})"
     assert inline.label == ("rotary(factor=8, high_freq_factor=4, low_freq_factor=1, original_max_position_embeddings=8192, "
                             "rope_theta=500000, rope_type=llama3, rotary_dim=128)")
@@ -231,7 +242,7 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
                                                       "mscale": 1.0, "mscale_all_dim": 1.0,
                                                       "original_max_position_embeddings": 4096}}
     ds = make_encoding("rotary", config=str(write_config(tmp_path / "ds", deepseek)))
-    assert ds.generate(3, 7168).shape == (3, 64) and ds.run_info(3)["attention_scaling"] == 1.0
+    assert ds.generate(3, 7168).shape == (3, 64) and _summary(ds, 3)["attention_scaling"] == 1.0
     # a multimodal config with the language model under text_config
     llava = {"model_type": "llava", "text_config": LLAMA31}
     assert read_rope_config(write_config(tmp_path / "llava", llava)).rope_type == "llama3"
@@ -366,7 +377,7 @@ def test_hunyuan_dynamic_with_alpha_is_static_ntk_alpha(tmp_path):
         r = enc.resolve(1, n)
         np.testing.assert_allclose(r.inv_freq, rope_inv_freq(128, base), rtol=1e-15)
         assert r.effective_rope_theta == pytest.approx(base, rel=1e-15)
-    assert "NTK-alpha" in enc.run_info(16)["rope_rules"]
+    assert "NTK-alpha" in _summary(enc, 16)["rope_rules"]
     np.testing.assert_allclose(rope_parameters("dynamic", rotary_dim=128, rope_theta=1e4, alpha=1000.0)[0],
                                rope_inv_freq(128, base), rtol=1e-15)
     # the same key on an architecture whose transformers model ignores it is refused, not applied
@@ -395,7 +406,7 @@ def test_phimoe_short_and_long_mscale(tmp_path):
                "short_mscale": 1.243163121016122, "long_mscale": 1.243163121016122}}
     enc = make_encoding("rotary", config=str(write_config(tmp_path / "phimoe", cfg)))
     assert enc.resolve(1, 100).attention_scaling == pytest.approx(1.243163121016122)
-    assert enc.run_info(5000)["attention_scaling"] == pytest.approx(1.243163121016122)  # not 1.19024
+    assert _summary(enc, 5000)["attention_scaling"] == pytest.approx(1.243163121016122)  # not 1.19024
     assert rope_attention_factor("longrope", seq_len=10, short_factor=short, long_factor=long,
                                  original_max_position_embeddings=4096, short_mscale=1.1, long_mscale=1.3) == 1.1
     assert rope_attention_factor("longrope", seq_len=4097, short_factor=short, long_factor=long,
@@ -417,7 +428,7 @@ def test_proportional_rope_type():
     table = enc.generate(10, 512)
     assert table.shape == (10, 512)
     np.testing.assert_array_equal(table[:, 128::2], 1.0)  # un-rotated pairs: cos 0 = 1, sin 0 = 0 (interleaved)
-    freqs = enc.run_tables(table, 10)["inv_freq"]
+    freqs = _tables(enc, 10, table.shape[1])["inv_freq"]
     assert np.isinf(freqs["wavelength"].iloc[-1]) and freqs["wavelength"].iloc[0] == pytest.approx(2 * np.pi)
 
 
@@ -470,7 +481,7 @@ def test_left_out_keys_mean_the_architectures_defaults(tmp_path):
         r = enc.resolve(4096, 16)
         assert r.rotary_dim == rotary_dim, model_type
         assert r.sources[key] == f"architecture default ({model_type})"
-        assert f"{key}={value} (architecture default ({model_type}))" in enc.run_info(16)["rope_defaults"]
+        assert f"{key}={value} (architecture default ({model_type}))" in _summary(enc, 16)["rope_defaults"]
 
 
 def test_no_rope_configs_are_refused_naming_their_scheme(tmp_path):
@@ -500,7 +511,7 @@ def test_legacy_qwen2_vl_mrope_config_is_read_for_text_tokens(tmp_path):
     r = enc.resolve(1, 64)
     assert (r.rope_type, r.rotary_dim, r.rope_theta) == ("default", 128, 1e6)
     np.testing.assert_array_equal(r.inv_freq, rope_inv_freq(128, 1e6))
-    assert "M-RoPE (chunked, mrope_section [16, 24, 24]): analysed for text tokens" in enc.run_info(64)["rope_rules"]
+    assert "M-RoPE (chunked, mrope_section [16, 24, 24]): analysed for text tokens" in _summary(enc, 64)["rope_rules"]
     cfg["rope_scaling"]["mrope_section"] = [16, 24, 20]
     with pytest.raises(ParameterError, match=r"mrope_section \[16, 24, 20\] sums to 60, but the head rotates 64"):
         make_encoding("rotary", config=str(write_config(tmp_path / "bad", cfg)))
@@ -513,5 +524,5 @@ def test_unknown_rope_key_is_refused_and_no_effect_keys_are_recorded(tmp_path):
     cfg = {"model_type": "ministral3", "head_dim": 64, "max_position_embeddings": 262144, "rope_parameters": {
         "rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1,
         "rope_theta": 1e6}}
-    info = make_encoding("rotary", config=str(write_config(tmp_path / "b", cfg))).run_info(64)
+    info = _summary(make_encoding("rotary", config=str(write_config(tmp_path / "b", cfg))), 64)
     assert "llama_4_scaling_beta not read: a query temperature" in info["rope_rules"]

@@ -27,6 +27,7 @@ transformers = pytest.importorskip("transformers")
 from poslab.checkpoints import select_position_table  # noqa: E402
 from poslab.checkpoints.positions import FAMILIES  # noqa: E402
 from poslab.encodings import make_encoding  # noqa: E402
+from poslab.stages import run_stage  # noqa: E402
 
 from ..checkpoints.conftest import write_cache  # noqa: E402
 from .learned_oracle import N_TEXT, defines_position_table, model_types, probe  # noqa: E402
@@ -72,6 +73,11 @@ NOT_BUILT: dict[str, str] = {
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _source(enc, n_positions):
+    """The learned_source stage's summary columns of a run."""
+    return run_stage("learned_source", enc, n_positions).summary
+
+
 def _tup(x):
     return tuple(_tup(v) for v in x) if isinstance(x, (list, tuple)) else x
 
@@ -87,7 +93,7 @@ def _check_table(source: str, key: str, use, weights: np.ndarray) -> str:
     """'' if poslab reads exactly the rows the forward pass used, else what differs."""
     try:
         enc = make_encoding("learned", source=source, key=key)
-        info = enc.run_info(1)
+        info = _source(enc, 1)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         return f"refused: {str(exc).splitlines()[0][:300]}"
     flat = weights.reshape(-1, weights.shape[-1]).astype(np.float64)

@@ -13,15 +13,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .._validation import (Constraint, ValidationError, check, check_positive_int, check_table, constraint_for,
                            missing_message)
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["Encoding", "ParameterError", "parameter"]
 
@@ -171,36 +168,6 @@ class Encoding:
         if not self.keeps_own_dim and table.shape[1] != dim:
             raise ValueError(f"{self.label} produced width {table.shape[1]}, expected dim={dim}")
         return table
-
-    def run_info(self, n_positions: int) -> dict[str, Any]:
-        """Extra ``summary`` columns describing how this run's table was obtained.
-
-        Called after :meth:`generate` for the same ``n_positions``. Examples:
-        the tensor a learned table came from and its original dtype; the
-        length a dynamic RoPE scaling was evaluated at. Default: none.
-
-        Returns
-        -------
-        dict mapping column name to a scalar.
-        """
-        return {}
-
-    def run_tables(self, table: np.ndarray, n_positions: int) -> dict[str, pd.DataFrame]:
-        """Extra per-run tables this kind reports beside the common analysis.
-
-        Parameters
-        ----------
-        table : ndarray of shape (n_positions, table_dim)
-            The table :meth:`generate` returned for this run.
-        n_positions : int
-
-        Returns
-        -------
-        dict mapping table name (written as ``NAME.csv``) to a DataFrame; the
-        runner prepends the run's key columns (study, label, kind, parameters,
-        seed). Default: none. Examples: ``inv_freq`` for rotary encodings.
-        """
-        return {}
 
     def params(self) -> dict[str, Any]:
         """Flat dict of every hyperparameter, the columns recorded in every output row."""

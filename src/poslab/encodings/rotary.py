@@ -24,7 +24,6 @@ import types
 from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
-import pandas as pd
 
 from .base import Encoding, ParameterError
 from .model_config import RopeConfig, read_rope_config
@@ -36,7 +35,6 @@ from .rope_scaling import (
     check_rope_scaling,
     dynamic_rope_theta,
     ntk_alpha_rope_theta,
-    rope_attention_factor,
     rope_inv_freq,
     rope_parameters,
     rope_scaling_keys,
@@ -407,39 +405,6 @@ class Rotary(Encoding):
         r = self.resolve(dim, n_positions)
         angles = rope_angles(np.arange(n_positions), r.inv_freq)
         return r.attention_scaling * _merge(np.cos(angles), np.sin(angles), self.pairing)
-
-    def _resolve_width(self, width: int, n_positions: int) -> RopeResolution:
-        # run_info / run_tables get the table, not the study dim: the resolution whose table has this width
-        return _resolve(self, self.read_config(), width, n_positions, width=width)
-
-    def run_info(self, n_positions):
-        """``summary.csv`` columns of a run (see :meth:`RopeResolution.summary`); they do not depend on the width."""
-        plan = _plan(self, self.read_config())
-        values = {"rope_type": plan.rope_type, "rope_theta": plan.rope_theta, **plan.scaling}
-        if plan.config is not None:
-            values.update(head_dim=plan.config.head_dim, partial_rotary_factor=plan.config.partial_rotary_factor)
-        attention = rope_attention_factor(plan.rope_type, seq_len=n_positions, **plan.scaling)
-        return _summary(plan.rope_type, attention, n_positions, plan.scaling, plan.sources,
-                        plan.rules + tuple(_length_rules(plan, n_positions)), values)
-
-    def run_tables(self, table, n_positions):
-        """``inv_freq`` (one row per frequency pair) and ``rope_decay`` (RoFormer's bound per distance)."""
-        r = self._resolve_width(table.shape[1], n_positions)
-        with np.errstate(divide="ignore", invalid="ignore"):  # proportional: zero-frequency pairs
-            wavelength = np.where(r.inv_freq > 0, 2 * np.pi / r.inv_freq, np.inf)
-            scale = np.where(r.inv_freq > 0, r.reference_inv_freq / r.inv_freq, np.inf)
-        freqs = pd.DataFrame({
-            "pair": np.arange(r.rotary_dim // 2),
-            "inv_freq": r.inv_freq,
-            "reference_inv_freq": r.reference_inv_freq,
-            "wavelength": wavelength,
-            "scale_factor": scale,
-            "effective_rope_theta": r.effective_rope_theta,
-            "attention_scaling": r.attention_scaling,
-        })
-        distance = np.arange(n_positions)
-        decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(r.inv_freq, distance)})
-        return {"inv_freq": freqs, "rope_decay": decay}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -34,7 +34,8 @@ from .schema import Column, Family, Table
 __all__ = [
     "PIPELINE", "SUMMARY", "TABLES", "RUN_COLUMNS", "AnalysisOptions", "Stage", "Output", "RunContext", "Column",
     "Family", "Table", "setting", "build_stages", "run_stage", "reserved_columns", "column_tables", "parse_options",
-    "BAND_WIDTH",
+    "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_MAPS",
+    "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]
 
 #: The built-in stages, in the order they run.

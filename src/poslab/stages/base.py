@@ -107,9 +107,6 @@ class Stage:
     fills_intervals : bool
         It writes the ``_ci_low`` / ``_ci_high`` columns of the other stages'
         interval columns (the bootstrap).
-    open_summary : bool
-        Transitional: it passes on columns an encoding reports through the
-        old ``run_info`` / ``run_tables`` hooks, which the schema cannot know.
     """
 
     name: ClassVar[str] = ""
@@ -119,7 +116,6 @@ class Stage:
     summary: ClassVar[tuple[Column, ...]] = ()
     uses: ClassVar[frozenset[str]] = frozenset()
     fills_intervals: ClassVar[bool] = False
-    open_summary: ClassVar[bool] = False
 
     def applies(self, ctx: RunContext) -> bool:
         """Whether this stage has anything to say about the run (default: every run)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 
 from .base import Output, RunContext, Stage
@@ -37,21 +38,22 @@ ROPE_DECAY = Table(
 
 @dataclasses.dataclass(frozen=True)
 class RopeGeometry(Stage):
-    """inv_freq and rope_decay of rotary runs, and how their frequencies were resolved."""
+    """inv_freq and rope_decay of rotary runs, and how their frequencies were resolved (:meth:`Rotary.resolve`)."""
 
     name = "rope_geometry"
-    description = "the RoPE frequencies used per pair, RoFormer's decay bound, and the resolved rope type"
+    description = "the RoPE frequencies used per pair, RoFormer's decay bound, and how the rope type was resolved"
     applies_to = "rotary runs"
     tables = (INV_FREQ, ROPE_DECAY)
     summary = (
         Column("effective_rope_type", "str", "", "the Hugging Face rope type applied (inline, config or default)"),
         Column("attention_scaling", "float", "", "factor transformers multiplies cos and sin by (yarn, longrope)"),
+        Column("rope_defaults", "str", "", "values nobody wrote, taken from the architecture's or transformers' "
+               "defaults: name=value (source), ';'-separated"),
+        Column("rope_rules", "str", "", "rules applied beyond reading a value, ';'-separated"),
         Column("rope_length", "Int64", "positions", "the length dynamic and longrope scaling were evaluated at"),
         Column("rope_factors", "str", "", "longrope: short or long factors used"),
     )
-    uses = frozenset({"table"})
-    #: Transitional: the encoding still reports these through its run_info / run_tables hooks (being moved here).
-    open_summary = True
+    uses = frozenset()
 
     def applies(self, ctx: RunContext) -> bool:
         from ..encodings.rotary import Rotary
@@ -59,6 +61,21 @@ class RopeGeometry(Stage):
         return isinstance(ctx.encoding, Rotary)
 
     def compute(self, ctx: RunContext) -> Output:
-        enc = ctx.encoding
-        tables = {name: pd.DataFrame(frame) for name, frame in enc.run_tables(ctx.table, ctx.n_positions).items()}
-        return Output(summary=dict(enc.run_info(ctx.n_positions)), tables=tables)
+        from ..encodings.rotary import rope_decay_bound
+
+        r = ctx.encoding.resolve(ctx.dim, ctx.n_positions)
+        with np.errstate(divide="ignore", invalid="ignore"):  # proportional: zero-frequency pairs
+            wavelength = np.where(r.inv_freq > 0, 2 * np.pi / r.inv_freq, np.inf)
+            scale = np.where(r.inv_freq > 0, r.reference_inv_freq / r.inv_freq, np.inf)
+        freqs = pd.DataFrame({
+            "pair": np.arange(r.rotary_dim // 2),
+            "inv_freq": r.inv_freq,
+            "reference_inv_freq": r.reference_inv_freq,
+            "wavelength": wavelength,
+            "scale_factor": scale,
+            "effective_rope_theta": r.effective_rope_theta,
+            "attention_scaling": r.attention_scaling,
+        })
+        distance = np.arange(ctx.n_positions)
+        decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(r.inv_freq, distance)})
+        return Output(summary=r.summary(), tables={"inv_freq": freqs, "rope_decay": decay})

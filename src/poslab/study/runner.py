@@ -139,17 +139,16 @@ class StageOutputError(RuntimeError):
 
 def _check_output(stage, out) -> None:
     """Refuse what a stage did not declare: the schema is the truth about every table."""
-    if not stage.open_summary:
-        extra = [c for c in out.summary if not stage.may_write(c, SUMMARY)]
-        if extra:
-            raise StageOutputError(f"stage {stage.name} wrote summary column(s) {', '.join(extra)} it does not "
-                                   "declare; add them to its summary")
+    extra = [c for c in out.summary if not stage.may_write(c, SUMMARY)]
+    if extra:
+        raise StageOutputError(f"stage {stage.name} wrote summary column(s) {', '.join(extra)} it does not "
+                               "declare; add them to its summary")
     declared = {t.name: t for t in stage.tables}
     for name, frame in out.tables.items():
         if name not in declared:
             raise StageOutputError(f"stage {stage.name} wrote a table {name} it does not declare; add it to its tables")
         extra = undeclared(frame, declared[name])
-        if extra and not stage.open_summary:
+        if extra:
             raise StageOutputError(f"stage {stage.name} wrote column(s) {', '.join(extra)} of {name} that its "
                                    "declaration lacks")
 
