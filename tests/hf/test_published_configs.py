@@ -91,7 +91,7 @@ def test_published_config(tmp_path, name, n):
         # known divergence: transformers 5.24's PhimoeRotaryEmbedding recomputes its frequencies without the
         # sequence length (short_factor at every length); poslab applies long_factor beyond the original length,
         # the LongRoPE rule, and records it
-        assert "phimoe beyond original_max_position_embeddings" in enc.run_info(n)["rope_rules"]
+        assert "phimoe beyond original_max_position_embeddings" in enc.resolve(4096, n).summary()["rope_rules"]
         short = enc.resolve(4096, 100)
         err, _ = oracle.match_layout(first, second, short.inv_freq, r.attention_scaling)
         assert err < 1e-3
@@ -108,6 +108,6 @@ def test_dbrx_rope_theta_in_attn_config_is_read(tmp_path):
     enc = make_encoding("rotary", config=str(tmp_path))
     r = enc.resolve(1, 16)
     assert (r.rope_theta, r.rotary_dim) == (500000, 128)
-    assert "dbrx: rope_theta is read from attn_config" in enc.run_info(16)["rope_rules"]
+    assert "dbrx: rope_theta is read from attn_config" in r.summary()["rope_rules"]
     held, _ = oracle.module_frequencies(_module(tmp_path))
     np.testing.assert_allclose(held, 10000.0 ** (-np.arange(0, 128, 2) / 128), rtol=1e-6)  # the divergence
