@@ -20,7 +20,7 @@ kind = "random"
 def test_encodings_lists_every_kind_with_parameters_and_defaults():
     out = CliRunner().invoke(main, ["encodings"]).output
     for text in ["sinusoidal", "learned", "random", "rotary", "base: a finite number, default 10000.0",
-                 "source: a string, required", "rope_theta: a finite number, or omitted (None), default: from config, else 10000", "one run per seed"]:
+                 "source: a string, required", "rope_theta: a finite number > 1, or omitted (None), default: from config, else 10000", "one run per seed"]:
         assert text in out
 
 
@@ -47,7 +47,7 @@ def test_bad_study_fails_before_any_work(tmp_path):
     study.write_text(SMALL + '\n[[encodings]]\nkind = "rotary"\nrope_theta = "big"\n')
     result = CliRunner().invoke(main, ["run", str(study), "--out", str(tmp_path / "res")])
     assert result.exit_code != 0
-    assert "bad.toml" in result.output and "entry 3 (kind = 'rotary')" in result.output and "rope_theta must be a finite number, or omitted (None), got 'big'" in result.output
+    assert "bad.toml" in result.output and "entry 3 (kind = 'rotary')" in result.output and "rope_theta must be a finite number > 1, or omitted (None), got 'big'" in result.output
     assert not (tmp_path / "res").exists()
 
 

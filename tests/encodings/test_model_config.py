@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from poslab.encodings import make_encoding, rope_inv_freq
+from poslab.encodings import ParameterError, make_encoding, rope_inv_freq
 from poslab.encodings.model_config import RopeConfig, read_rope_config
 from poslab.encodings.rotary import RopeResolution
 
@@ -44,3 +44,41 @@ def test_reading_is_memoised_by_file_fingerprint(tmp_path):
     (path / "config.json").write_text(json.dumps({"rope_theta": 2e4, "head_dim": 8, "x": 1}))
     os.utime(path / "config.json", ns=(1, 1))  # a different modification time and size: read again
     assert read_rope_config(path).rope_theta == 2e4
+
+
+def _checkpoint_fixtures():
+    """tests/checkpoints' Hugging Face cache writer (one helper for learned and rotary tests)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "checkpoints_conftest", Path(__file__).parents[1] / "checkpoints" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_config_sources_are_those_of_learned_source(tmp_path, monkeypatch):
+    """rotary config = accepts what learned source = accepts: folder, config.json, weights file beside it, cache
+    snapshot, models--ORG--NAME folder, Hub id from the local cache (offline)."""
+    from huggingface_hub import constants
+
+    helpers = _checkpoint_fixtures()
+    folder = write(tmp_path / "Llama", {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+                                        "rope_theta": 5e5})
+    (folder / "model.safetensors").write_bytes(b"")  # a weights file name: its config.json is beside it
+    cache = tmp_path / "hub"
+    repo = helpers.write_cache(cache, "meta-llama/Llama-x", folder)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    sources = [folder, folder / "config.json", folder / "model.safetensors", repo,
+               repo / "snapshots" / helpers.COMMIT, "meta-llama/Llama-x", f"meta-llama/Llama-x@{helpers.COMMIT}"]
+    expected = rope_inv_freq(64, 5e5)
+    for source in sources:
+        r = make_encoding("rotary", config=str(source)).resolve(1, 8)
+        np.testing.assert_array_equal(r.inv_freq, expected, err_msg=str(source))
+        assert r.sources["rope_theta"] == "config: rope_theta"
+    with pytest.raises(ParameterError, match="not-cached/model"):
+        make_encoding("rotary", config="not-cached/model")

@@ -50,7 +50,8 @@ import types
 from pathlib import Path
 from typing import Any, Mapping
 
-from .rope_scaling import LIST_KEYS, ROPE_TYPES, SCALING_KEYS, rope_scaling_keys
+from .._validation import Integer, check
+from .rope_scaling import CONSTRAINTS, ROPE_THETA, ROPE_TYPES, SCALING_KEYS, rope_scaling_keys
 
 __all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_KEYS",
            "REFUSED_ARCHITECTURES", "NO_ROPE_SCHEMES"]
@@ -177,21 +178,28 @@ class RopeConfig:
 
 
 def config_path(path) -> Path:
-    """The ``config.json`` a path names: the file itself, or ``config.json`` inside a model folder.
+    """The ``config.json`` a source names, found as ``learned source =`` finds it.
+
+    Anything :func:`poslab.checkpoints.resolve_model` takes: a ``config.json``, a
+    weights file or model folder holding one, a Hugging Face cache snapshot or
+    ``models--ORG--NAME`` folder, or a Hub id ``ORG/NAME[@REVISION]`` (the local
+    cache first; nothing but config.json is ever downloaded).
 
     Raises
     ------
     ModelConfigError
-        No such file, or a folder without ``config.json``.
+        Nothing there, a source without config.json, or one whose files lie outside it.
     """
-    path = Path(path)
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelConfigError(f"no config.json in folder {path}; give the model folder or the config file itself")
-        return path / "config.json"
-    if not path.is_file():
-        raise ModelConfigError(f"no config file {path}; give a config.json or a model folder holding one")
-    return path
+    from ..checkpoints.sources import SourceError, resolve_model
+
+    try:
+        source = resolve_model(path)
+    except (FileNotFoundError, SourceError) as exc:
+        raise ModelConfigError(str(exc)) from None
+    if source.config_path is None:
+        raise ModelConfigError(f"{source.label} ({source.what}) has no config.json; give the model folder that holds "
+                               "one, or the config file itself")
+    return source.config_path
 
 
 def read_rope_config(path) -> RopeConfig:
@@ -200,8 +208,8 @@ def read_rope_config(path) -> RopeConfig:
     Parameters
     ----------
     path : str or os.PathLike
-        A ``config.json`` or a model folder (a snapshot of the local Hugging
-        Face cache works too) that holds one.
+        A ``config.json``, a model folder, a Hugging Face cache snapshot or
+        ``models--ORG--NAME`` folder, or a Hub id (see :func:`config_path`).
 
     Returns
     -------
@@ -256,13 +264,12 @@ class _Reader:
     def key(self, name: str) -> str:
         return f"{self.part}.{name}" if self.part else name
 
-    def number(self, value, name, *, integer=False, positive=True):
-        ok = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
-        if isinstance(value, bool) or not ok or (not integer and not math.isfinite(value)):
-            self.fail(f"{self.key(name)} must be {'an integer' if integer else 'a number'}, got {value!r}")
-        if positive and not value > 0:
-            self.fail(f"{self.key(name)} must be > 0, got {value!r}; a config.json with this value describes no model")
-        return value
+    def number(self, value, name, constraint=None):
+        """A size of the config (an integer >= 1 unless ``constraint`` says otherwise), or a refusal in the
+        message style of :mod:`poslab._validation` naming the file and key."""
+        return check(value, constraint or Integer(minimum=1), self.key(name), where=self.where,
+                     fix="a config.json with this value describes no model" if constraint is None else "",
+                     error=ModelConfigError)
 
     # ----------------------------------------------------------- steps
     def read(self) -> RopeConfig:
@@ -295,8 +302,7 @@ class _Reader:
             self.sources["max_position_embeddings"] = source
         original = None
         if cfg.get("original_max_position_embeddings") is not None:  # Phi-3: the top level wins, as in transformers
-            original = self.number(cfg["original_max_position_embeddings"], "original_max_position_embeddings",
-                                   integer=True)
+            original = self.number(cfg["original_max_position_embeddings"], "original_max_position_embeddings")
             self.sources["original_max_position_embeddings"] = f"config: {self.key('original_max_position_embeddings')}"
             if scaling.get("original_max_position_embeddings") not in (None, original):
                 self.rules.append(f"original_max_position_embeddings: the top-level {original} wins over "
@@ -472,9 +478,7 @@ class _Reader:
             theta, source = arch["default_theta"], f"architecture default ({model_type})"
         else:
             theta, source = 10000.0, "transformers default"
-        theta = self.number(theta, "rope_theta")
-        if not theta > 1:
-            self.fail(f"rope_theta must be > 1, got {theta!r}")
+        theta = self.number(theta, "rope_theta", ROPE_THETA)
         self.sources["rope_theta"] = source
         return theta
 
@@ -490,15 +494,14 @@ class _Reader:
             prf, source = arch["partial_rotary_factor"], f"architecture default ({model_type})"
         else:
             return None
-        if isinstance(prf, bool) or not isinstance(prf, numbers.Real) or not 0 < prf <= 1:
-            self.fail(f"partial_rotary_factor must be a number in (0, 1], got {prf!r} ({source})")
+        prf = self.number(prf, "partial_rotary_factor", CONSTRAINTS["partial_rotary_factor"])
         self.sources["partial_rotary_factor"] = source
         return float(prf)
 
     def size(self, cfg, name, arch, model_type):
         """(value, source) of a size key: the config's (or its alias'), else the architecture's class default."""
         if cfg.get(name) is not None:
-            return self.number(cfg[name], name, integer=True), self.src(name, name)
+            return self.number(cfg[name], name), self.src(name, name)
         default = (arch or {}).get("fields", {}).get(name)
         if default is not None:
             return default, f"architecture default ({model_type})"
@@ -517,7 +520,7 @@ class _Reader:
             for key in ("qk_rope_head_dim", "head_dim"):
                 if cfg.get(key) is not None:
                     self.sources["head_dim"] = self.src(key, key)
-                    return self.number(cfg[key], key, integer=True), None
+                    return self.number(cfg[key], key), None
             hidden, hs = self.size(cfg, "hidden_size", None, model_type)
             heads, ns = self.size(cfg, "num_attention_heads", None, model_type)
             if hidden is None or heads is None:
@@ -527,7 +530,7 @@ class _Reader:
         for key in rule.get("keys", ()):
             if cfg.get(key) is not None:
                 self.sources["head_dim"] = self.src(key, key)
-                return self.number(cfg[key], key, integer=True), None
+                return self.number(cfg[key], key), None
         if rule.get("per_hidden"):
             hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
             heads_key = _CONFORMER_HEADS.get(model_type, "num_attention_heads")
@@ -572,7 +575,8 @@ class _Reader:
                           f"rope_theta, {', '.join(SCALING_KEYS)}, mrope_section, mrope_interleaved, xdrope_section")
             if value is None:
                 continue
-            out[key] = tuple(value) if isinstance(value, list) else value
+            out[key] = check(value, CONSTRAINTS[key], f"{name or 'rope_parameters'}.{key}", where=self.where,
+                             error=ModelConfigError)
             self.sources[key] = f"{origin}.{key}" if name else origin
         self.mrope(rope or {}, name, head_dim, prf)
         return out

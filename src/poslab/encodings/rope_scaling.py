@@ -41,9 +41,12 @@ import numbers
 
 import numpy as np
 
+from .._validation import Boolean, Integer, ListOf, Real, check
+
 __all__ = [
     "ROPE_TYPES",
     "SCALING_KEYS",
+    "CONSTRAINTS",
     "LIST_KEYS",
     "rope_inv_freq",
     "rope_parameters",
@@ -83,7 +86,20 @@ _KEYS = {
 SCALING_KEYS = tuple(dict.fromkeys(k for required, optional in _KEYS.values() for k in required + optional))
 #: Scaling parameters that are lists (one number per frequency pair): given in a config.json only.
 LIST_KEYS = ("short_factor", "long_factor")
-_INTS = ("original_max_position_embeddings", "max_position_embeddings")
+_POSITIVE = Real(minimum=0, open_min=True)
+#: What each scaling parameter accepts: the one table that checks inline values (Rotary's fields) and
+#: config values (:func:`check_rope_scaling`), with the message style of :mod:`poslab._validation`.
+CONSTRAINTS = {
+    **dict.fromkeys(("factor", "alpha", "attention_factor", "beta_fast", "beta_slow", "low_freq_factor",
+                     "high_freq_factor", "short_mscale", "long_mscale"), _POSITIVE),
+    "mscale": Real(), "mscale_all_dim": Real(),
+    "original_max_position_embeddings": Integer(minimum=1), "max_position_embeddings": Integer(minimum=1),
+    "truncate": Boolean(),
+    "short_factor": ListOf(_POSITIVE), "long_factor": ListOf(_POSITIVE),
+    "partial_rotary_factor": Real(minimum=0, maximum=1, open_min=True),
+}
+#: rope_theta: a base > 1.
+ROPE_THETA = Real(minimum=1, open_min=True)
 
 
 def rope_inv_freq(rotary_dim: int, rope_theta: float = 10000.0) -> np.ndarray:
@@ -179,25 +195,7 @@ def check_rope_scaling(rope_type: str = "default", **params) -> dict:
         }
         raise ValueError(f"rope_type {rope_type!r} needs {', '.join(how.get(k, k) for k in missing)}")
     for key, value in p.items():
-        if key == "truncate":
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"truncate must be true or false, got {value!r}")
-        elif key in _INTS:
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{key} must be a positive integer (positions), got {value!r}")
-        elif key in LIST_KEYS:
-            if not isinstance(value, (list, tuple)) or not value or not all(
-                _is_number(v) and math.isfinite(v) and v > 0 for v in value
-            ):
-                raise ValueError(f"{key} must be a non-empty list of positive numbers, got {value!r}")
-        elif not _is_number(value) or not math.isfinite(value):
-            raise ValueError(f"{key} must be a finite number, got {value!r}")
-    for key in ("factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "alpha",
-                "short_mscale", "long_mscale"):
-        if key in p and not p[key] > 0:
-            raise ValueError(f"{key} must be > 0, got {p[key]}")
-    if "partial_rotary_factor" in p and not 0 < p["partial_rotary_factor"] <= 1:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {p['partial_rotary_factor']}")
+        p[key] = check(value, CONSTRAINTS[key], key)
     if rope_type == "llama3" and p["high_freq_factor"] < p["low_freq_factor"]:
         raise ValueError(
             f"high_freq_factor must be >= low_freq_factor (equal: a hard cut, as Llama 4), got "
@@ -213,10 +211,6 @@ def check_rope_scaling(rope_type: str = "default", **params) -> dict:
         raise ValueError(
             f"beta_fast must be >= beta_slow (defaults 32 and 1), got {p.get('beta_fast', 32)} and {p.get('beta_slow', 1)}")
     return p
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
 def _check_ntk_width(rotary_dim: int) -> None:
@@ -396,8 +390,7 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
     """
     if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral) or rotary_dim < 2 or rotary_dim % 2:
         raise ValueError(f"rotary_dim must be an even integer >= 2, got {rotary_dim!r}")
-    if not _is_number(rope_theta) or not rope_theta > 1 or not math.isfinite(rope_theta):
-        raise ValueError(f"rope_theta must be a finite number > 1, got {rope_theta!r}")
+    rope_theta = check(rope_theta, ROPE_THETA, "rope_theta")
     p = check_rope_scaling(rope_type, **scaling)
     d = int(rotary_dim)
     inv_freq = rope_inv_freq(d, rope_theta)

@@ -25,11 +25,14 @@ from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
 
-from .base import Encoding, ParameterError
+from .._validation import AnyOf, Integer, NoneValue, problem
+from .base import Encoding, ParameterError, parameter
 from .model_config import RopeConfig, read_rope_config
 from .registry import register
 from .rope_scaling import (
+    CONSTRAINTS,
     LIST_KEYS,
+    ROPE_THETA,
     ROPE_TYPES,
     SCALING_KEYS,
     check_rope_scaling,
@@ -41,6 +44,10 @@ from .rope_scaling import (
 )
 
 __all__ = ["Rotary", "RopeResolution", "rope_inv_freq", "rope_angles", "apply_rotary", "rope_decay_bound"]
+
+def _optional(constraint):
+    return AnyOf((constraint, NoneValue()))
+
 
 # Scaling parameters a Rotary takes inline: every Hugging Face scaling key but the per-pair lists
 # (config only) and partial_rotary_factor (a field of its own, it sets the rotated width).
@@ -297,34 +304,32 @@ class Rotary(Encoding):
         "truncate": "from config, else true (yarn)",
     }
 
-    rope_theta: float | None = None
-    rotary_dim: int | None = None
+    rope_theta: float | None = parameter(None, check=_optional(ROPE_THETA))
+    rotary_dim: int | None = parameter(None, check=_optional(Integer(minimum=2)))
     pairing: Literal["interleaved", "half"] = "interleaved"
     config: str | None = None
     rope_type: Literal[ROPE_TYPES] | None = None  # type: ignore[valid-type]
-    partial_rotary_factor: float | None = None
-    factor: float | None = None
-    original_max_position_embeddings: int | None = None
-    max_position_embeddings: int | None = None
-    alpha: float | None = None
-    low_freq_factor: float | None = None
-    high_freq_factor: float | None = None
-    beta_fast: float | None = None
-    beta_slow: float | None = None
-    mscale: float | None = None
-    mscale_all_dim: float | None = None
-    attention_factor: float | None = None
-    truncate: bool | None = None
-    short_mscale: float | None = None
-    long_mscale: float | None = None
+    partial_rotary_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["partial_rotary_factor"]))
+    factor: float | None = parameter(None, check=_optional(CONSTRAINTS["factor"]))
+    original_max_position_embeddings: int | None = parameter(
+        None, check=_optional(CONSTRAINTS["original_max_position_embeddings"]))
+    max_position_embeddings: int | None = parameter(None, check=_optional(CONSTRAINTS["max_position_embeddings"]))
+    alpha: float | None = parameter(None, check=_optional(CONSTRAINTS["alpha"]))
+    low_freq_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["low_freq_factor"]))
+    high_freq_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["high_freq_factor"]))
+    beta_fast: float | None = parameter(None, check=_optional(CONSTRAINTS["beta_fast"]))
+    beta_slow: float | None = parameter(None, check=_optional(CONSTRAINTS["beta_slow"]))
+    mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["mscale"]))
+    mscale_all_dim: float | None = parameter(None, check=_optional(CONSTRAINTS["mscale_all_dim"]))
+    attention_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["attention_factor"]))
+    truncate: bool | None = parameter(None, check=_optional(CONSTRAINTS["truncate"]))
+    short_mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["short_mscale"]))
+    long_mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["long_mscale"]))
 
     def _check_params(self):
-        if self.rope_theta is not None and not self.rope_theta > 1:
-            raise ParameterError(f"rotary: rope_theta must be > 1, got {self.rope_theta}")
-        if self.rotary_dim is not None and (self.rotary_dim < 2 or self.rotary_dim % 2):
-            raise ParameterError(f"rotary: rotary_dim must be an even integer >= 2, got {self.rotary_dim}")
-        if self.partial_rotary_factor is not None and not 0 < self.partial_rotary_factor <= 1:
-            raise ParameterError(f"rotary: partial_rotary_factor must be in (0, 1], got {self.partial_rotary_factor}")
+        if self.rotary_dim is not None and self.rotary_dim % 2:
+            raise ParameterError(problem("rotary", "rotary_dim", "an even integer >= 2 (cos and sin pairs)",
+                                         self.rotary_dim))
         if self.rotary_dim is not None and self.partial_rotary_factor is not None:
             raise ParameterError("rotary: give rotary_dim or partial_rotary_factor, not both")
         _plan(self, self.read_config())  # reads and checks the config and the scaling parameters, stores nothing
