@@ -57,7 +57,7 @@ SECONDS = Column("seconds", "float", "seconds", "time the run took: generation a
 
 #: ``summary.csv``: one row per run.
 SUMMARY = Table(
-    "summary", "run", "One row per run: its window, status, and every stage's headline numbers.",
+    "summary", "run", "Each run's window and status, and every stage's headline numbers.",
     (*RUN_COLUMNS, *(c for stage in PIPELINE for c in stage.summary), SECONDS),
     always=True, interval_slot="ci_method",
 )

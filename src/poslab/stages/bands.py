@@ -24,8 +24,8 @@ def _parse(text: str) -> float:
 #: The band widths: one summary column per threshold t, the prefix then t with "-" as m and "." as p
 #: (0.9 -> 0p9, -0.5 -> m0p5, 0 -> 0).
 BAND_WIDTH = Family("band_width_", "Int64", "positions",
-                    "band width at threshold t: first distance at which the mean profile falls below t (empty: not "
-                    "within max_distance)", interval=True, beyond_window=True, console=True, heading="width_",
+                    "band width at threshold t: first distance at which the mean profile falls below t",
+                    interval=True, beyond_window=True, console=True, heading="width_",
                     placeholder="<t>",
                     render=_render, parse=_parse)
 
@@ -34,8 +34,8 @@ BANDS = Table(
     "How far the similarity band around the diagonal reaches.",
     (
         Column("threshold", "float", "cosine similarity", "similarity level t", required=True),
-        Column("width", "Int64", "positions", "first distance at which the mean profile falls below t (empty if it "
-               "never does up to max_distance)", required=True, beyond_window=True),
+        Column("width", "Int64", "positions", "first distance at which the mean profile falls below t",
+               required=True, beyond_window=True),
         Column("recrosses", "bool", "", "the profile rises back above t later (as sinusoidal profiles do)"),
         Column("crossings", "int", "", "number of downward crossings of t"),
     ),

@@ -12,7 +12,8 @@ COMPARISON = Table(
     "comparison", "label",
     "The encodings ranked by decay length, with their intervals.",
     (
-        Column("rank", "Int64", "", "1 = longest decay length (empty: no decay length)"),
+        Column("rank", "Int64", "", "1 = longest decay length among the labels analysed over the same window "
+               "(labels of different windows are never ranked against each other; empty: no decay length)"),
         Column("n_runs", "int", "", "successful runs of the label (seeds)"),
         Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
         Column("selected_model", "str", "", "selected decay model, or none"),
@@ -39,7 +40,8 @@ COMPARISON_PAIRS = Table(
         Column("fit_difference_ci_high", "float", "positions", "fit (Wald) interval of the difference, high end"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0"),
-        Column("verdict", "str", "", "longer, shorter, not distinguishable, not comparable, or different windows"),
+        Column("verdict", "str", "", "longer, shorter, not distinguishable, not comparable (a label without a decay "
+               "length) or different windows (decay lengths depend on the window: not compared)"),
     ),
     keys="short",
 )

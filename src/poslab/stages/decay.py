@@ -107,9 +107,10 @@ class Envelope(Stage):
     uses = frozenset({"envelope_fits"})
 
     oscillation_min_depth: float = setting(OSCILLATION_MIN_DEPTH, Real(minimum=0),
-                                           "an oscillation rises back by more than this fraction of the range ...")
+                                           "a profile oscillates when it rises back by more than this fraction of "
+                                           "its range, and by more than oscillation_min_se")
     oscillation_min_se: float = setting(OSCILLATION_MIN_SE, Real(minimum=0),
-                                        "... and by more than this many median standard errors")
+                                        "... median standard errors (a heuristic: a noisy tail is no oscillation)")
 
     def compute(self, ctx: RunContext) -> Output:
         envelope = ctx.envelope_fits

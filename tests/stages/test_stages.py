@@ -1,0 +1,105 @@
+"""The stage protocol: declarations are the truth about every table, and everything else derives from them."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import poslab.stages as stages
+from poslab._validation import ValidationError
+from poslab.stages import PIPELINE, SUMMARY, TABLES, AnalysisOptions, Column, Output, RunContext, Stage
+from poslab.stages.docs import COMMAND, tables_markdown
+from poslab.study import load_study, run_study, write_results
+from poslab.study.spec import StudyError
+
+ROOT = Path(__file__).parents[2]
+SMALL = 'name = "s"\nn_positions = 64\ndim = 16\nseeds = [0]\n[analysis]\nn_resamples = 40\n' \
+        '[[encodings]]\nkind = "sinusoidal"\n[[encodings]]\nkind = "random"\n'
+
+
+def test_the_column_reference_is_current():
+    assert (ROOT / "docs" / "tables.md").read_text(encoding="utf-8") == tables_markdown(), \
+        f"docs/tables.md is stale: run {COMMAND}"
+
+
+def test_every_stage_declares_a_name_description_and_settings_with_docs():
+    names = [s.name for s in PIPELINE]
+    assert len(set(names)) == len(names) and all(s.description for s in PIPELINE)
+    for stage in PIPELINE:
+        for f in stages.settings_of(stage):
+            assert f.metadata["doc"] and f.name in AnalysisOptions.OWNERS
+
+
+def test_settings_are_checked_with_the_one_message_style(tmp_path):
+    with pytest.raises(ValidationError, match=r"^\[analysis\]: n_blocks must be an integer >= 1, got 0$"):
+        AnalysisOptions(n_blocks=0)
+    (tmp_path / "s.toml").write_text(SMALL.replace("n_resamples = 40", "min_aic_gain = -1"))
+    with pytest.raises(StudyError, match=r"s\.toml: \[analysis\]: min_aic_gain must be a finite number >= 0, got -1"):
+        load_study(tmp_path / "s.toml")
+    (tmp_path / "s.toml").write_text(SMALL.replace("n_resamples = 40", "n_block = 4"))
+    with pytest.raises(StudyError, match=r"unknown \[analysis\] option\(s\) n_block; valid: heatmap_bins, .*n_blocks"):
+        load_study(tmp_path / "s.toml")
+
+
+def test_settings_that_change_results_are_recorded_and_used(tmp_path):
+    (tmp_path / "s.toml").write_text(SMALL.replace("n_resamples = 40", "n_resamples = 40\nn_blocks = 8"))
+    result = run_study(load_study(tmp_path / "s.toml"), progress=False, executor="serial")
+    assert set(result.summary["block_length"]) == {8}  # 64 positions in 8 blocks
+    out = write_results(result, tmp_path / "out")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["analysis"]["n_blocks"] == 8 and manifest["analysis"]["min_aic_gain"] == 10.0
+    assert [s["name"] for s in manifest["stages"]] == [s.name for s in PIPELINE]
+    assert {"n_resamples", "n_blocks"} <= set(next(s for s in manifest["stages"] if s["name"] == "bootstrap")["settings"])
+
+
+def test_summary_columns_follow_the_schema(tmp_path):
+    (tmp_path / "s.toml").write_text(SMALL)
+    summary = run_study(load_study(tmp_path / "s.toml"), progress=False, executor="serial").summary
+    columns = list(summary.columns)
+    assert columns[-1] == "seconds"
+    assert columns.index("band_width_0_ci_high") + 1 == columns.index("ci_method")
+    assert all(SUMMARY.column(c) is not None for c in columns if c not in ("base", "layout", "spacing", "distribution"))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sloppy(Stage):
+    name = "sloppy"
+    description = "writes a column it does not declare"
+    summary = (Column("declared", "float", "", "a declared column"),)
+
+    def compute(self, ctx):
+        return Output(summary={"declared": 1.0, "undeclared": 2.0})
+
+
+def test_a_stage_writing_an_undeclared_column_fails_its_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(stages, "PIPELINE", (*PIPELINE, _Sloppy))
+    (tmp_path / "s.toml").write_text(SMALL)
+    summary = run_study(load_study(tmp_path / "s.toml"), progress=False, executor="serial").summary
+    assert (summary["status"] == "failed").all()
+    assert summary["message"].str.contains("stage sloppy wrote summary column(s) undeclared it does not declare",
+                                           regex=False).all()
+
+
+def test_the_context_derives_once_and_frees_the_unit_rows_before_the_resamples():
+    table = np.random.default_rng(0).normal(size=(128, 8))
+    ctx = RunContext(None, n_positions=128, max_distance=127, dim=8, options=AnalysisOptions(n_resamples=40),
+                     table=table)
+    assert ctx.profile is ctx.profile and ctx.fits is ctx.fits
+    later = [s for s in stages.build_stages(ctx.options) if "units" in s.uses]
+    ctx.pending = tuple(later)
+    ctx.bootstrap
+    assert "units" in ctx.__dict__  # a stage still to run reads them
+    fresh = RunContext(None, n_positions=128, max_distance=127, dim=8, options=AnalysisOptions(n_resamples=40),
+                       table=table)
+    fresh.bootstrap
+    assert "units" not in fresh.__dict__  # nobody reads them any more: freed (rebuilt if read)
+    np.testing.assert_array_equal(fresh.bootstrap.decay_lengths, ctx.bootstrap.decay_lengths)
+
+
+def test_every_table_and_column_has_a_dtype_unit_and_description():
+    for table in TABLES.values():
+        assert table.description and table.row
+        for col in table.columns:
+            assert col.description and col.dtype in ("int", "Int64", "float", "str", "bool")
