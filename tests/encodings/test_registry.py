@@ -106,3 +106,23 @@ def test_every_declared_column_is_reserved():
         for col in table.columns:
             assert table.name in reserved[col.title]
     assert reserved["decay_length_ci_low"] == ("summary", "decay_metrics", "comparison")
+
+
+def test_example_plugin_passes_the_conformance_suite(plugin_path):
+    from poslab_random_fourier import RandomFourier
+
+    from poslab.testing import check_encoding
+
+    check_encoding(RandomFourier, {"length_scale": 8.0})
+
+
+def test_example_plugins_own_tests_pass(plugin_path):
+    """examples/random_fourier/test_random_fourier.py, run here so that what the example shows stays true."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("example_tests", EXAMPLE / "test_random_fourier.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for check in module.encoding_checks(module.RandomFourier, {"length_scale": 8.0}):
+        module.test_conformance(check)
+    module.test_profile_is_the_rbf_kernel()

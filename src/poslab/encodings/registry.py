@@ -35,7 +35,25 @@ def register(cls: type[Encoding]) -> type[Encoding]:
     TypeError
         If ``cls`` is not a dataclass subclass of Encoding with a ``kind``.
     ValueError
-        If another class already holds that kind.
+        If another class already holds that kind, or a parameter is named
+        like an output column (the tables that have it are named).
+    """
+    check_class(cls)
+    held = _REGISTRY.get(cls.kind)
+    if held is not None and held is not cls and _qualname(held) != _qualname(cls):
+        raise ValueError(
+            f"encoding kind {cls.kind!r} is already registered by {_qualname(held)}; "
+            f"choose another kind for {_qualname(cls)} or unregister the old one"
+        )
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def check_class(cls) -> None:
+    """Raise TypeError / ValueError unless ``cls`` can be registered (whatever is registered already).
+
+    A frozen dataclass subclass of :class:`Encoding` with a ``kind``, and no
+    parameter named like an output column.
     """
     if not (isinstance(cls, type) and issubclass(cls, Encoding)):
         raise TypeError(f"register expects a subclass of poslab.encodings.Encoding, got {cls!r}")
@@ -48,14 +66,8 @@ def register(cls: type[Encoding]) -> type[Encoding]:
         named = "; ".join(f"{p} (a column of {', '.join(f'{t}.csv' for t in tables)})" for p, tables in clash.items())
         raise ValueError(f"{cls.__name__} has parameter(s) named like output columns: {named}. Every parameter "
                          "becomes a key column of every table, so rename them")
-    held = _REGISTRY.get(cls.kind)
-    if held is not None and held is not cls and _qualname(held) != _qualname(cls):
-        raise ValueError(
-            f"encoding kind {cls.kind!r} is already registered by {_qualname(held)}; "
-            f"choose another kind for {_qualname(cls)} or unregister the old one"
-        )
-    _REGISTRY[cls.kind] = cls
-    return cls
+    if not cls.__dataclass_params__.frozen:
+        raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True), not frozen=False")
 
 
 def reserved_columns() -> set[str]:
@@ -141,12 +153,16 @@ def make_encoding(kind: str, **params) -> Encoding:
     poslab.encodings.ParameterError
         A required parameter missing (named, with what to write), a wrong type or an invalid value.
     """
-    cls = get_encoding_class(kind)
+    return build(get_encoding_class(kind), **params)
+
+
+def build(cls: type[Encoding], **params) -> Encoding:
+    """``cls(**params)`` with :func:`make_encoding`'s checks and messages (the class need not be registered)."""
     valid = cls.defaults()
     unknown = sorted(set(params) - set(valid))
     if unknown:
         raise TypeError(
-            f"{kind}: unknown parameter(s) {', '.join(unknown)}; valid parameters: "
+            f"{cls.kind or cls.__name__}: unknown parameter(s) {', '.join(unknown)}; valid parameters: "
             + ", ".join(f"{k} ({t})" for k, t in cls.parameter_types().items())
         )
     cls.check_required(params)
