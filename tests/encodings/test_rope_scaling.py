@@ -464,6 +464,8 @@ def test_head_width_from_the_architectures_keys(tmp_path):
          128, 5e5),
         ({"model_type": "moonshine", "hidden_size": 288, "decoder_num_attention_heads": 8,
           "encoder_num_attention_heads": 8}, 32, 1e4),  # head 36 x partial_rotary_factor 0.9 = 32
+        ({"model_type": "moonshine", "hidden_size": 288, "decoder_num_attention_heads": 4,
+          "encoder_num_attention_heads": 8}, 64, 1e4),  # the decoder's head 72 x 0.9 = 64, for both
     ]
     for i, (cfg, rotary_dim, theta) in enumerate(cases):
         r = make_encoding("rotary", config=str(write_config(tmp_path / str(i), cfg))).resolve(4096, 16)

@@ -295,6 +295,10 @@ class _Reader:
         theta = self.rope_theta(cfg, rope, rope_name, default_rope, arch, model_type)
         prf = self.partial_rotary_factor(cfg, rope, rope_name, default_rope, arch, model_type)
         head_dim, rotary_dim = self.head_width(cfg, arch, model_type)
+        if model_type == "moonshine" and cfg.get("encoder_num_attention_heads", 8) != cfg.get("num_attention_heads", 8):
+            self.rules.append("moonshine: one rotary table, from the decoder's heads (decoder_num_attention_heads), "
+                              "rotates the first dims of encoder and decoder heads alike, as transformers' "
+                              "MoonshineRotaryEmbedding does")
         scaling = self.scaling(rope if rope is not None else default_rope, rope_name if rope is not None else None,
                                model_type, head_dim, prf)
         mpe, source = self.size(cfg, "max_position_embeddings", arch, model_type)
