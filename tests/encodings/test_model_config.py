@@ -82,3 +82,13 @@ def test_config_sources_are_those_of_learned_source(tmp_path, monkeypatch):
         assert r.sources["rope_theta"] == "config: rope_theta"
     with pytest.raises(ParameterError, match="not-cached/model"):
         make_encoding("rotary", config="not-cached/model")
+
+
+def test_one_table_of_scaling_keys():
+    """Rotary's inline scaling parameters are rope_scaling's keys (issue 12: the keys were listed three times)."""
+    from poslab.encodings.rope_scaling import LIST_KEYS, SCALING_KEYS
+    from poslab.encodings.rotary import Rotary
+
+    fields = {f.name for f in dataclasses.fields(Rotary)}
+    assert set(SCALING_KEYS) - set(LIST_KEYS) <= fields
+    assert fields - set(SCALING_KEYS) == {"rope_theta", "rotary_dim", "pairing", "config", "rope_type"}

@@ -461,45 +461,52 @@ class _Reader:
                 return cfg[key], self.src(key, std)
         return None
 
+    def rope_value(self, std, top_keys, cfg, rope, name, default_rope, arch, model_type, fallback):
+        """(value, source) of ``rope_theta`` / ``partial_rotary_factor``, as transformers' config classes fill
+        them: the RoPE dict's, else a top-level key the class reads, else the architecture's default dict (when
+        the file has none), else the class's fallback (``default_theta``); None if nothing gives one."""
+        if rope is not None and rope.get(std) is not None:
+            return rope[std], f"config: {name}.{std}"
+        found = self.top_level(cfg, top_keys, std, rope, arch, model_type)
+        if found is not None:
+            return found
+        if rope is None and default_rope.get(std) is not None:
+            return default_rope[std], f"architecture default ({model_type})"
+        if arch is not None and arch.get(fallback) is not None:
+            return arch[fallback], f"architecture default ({model_type})"
+        return None
+
     def rope_theta(self, cfg, rope, name, default_rope, arch, model_type) -> float:
-        if rope is not None and rope.get("rope_theta") is not None:
-            theta, source = rope["rope_theta"], f"config: {name}.rope_theta"
-        elif model_type == "dbrx" and isinstance(cfg.get("attn_config"), dict) \
-                and cfg["attn_config"].get("rope_theta") is not None:
-            theta, source = cfg["attn_config"]["rope_theta"], f"config: {self.key('attn_config.rope_theta')}"
-            self.rules.append("dbrx: rope_theta is read from attn_config, where the published DBRX config keeps it "
-                              "(transformers 5.24's DbrxConfig ignores it and uses 10000)")
-        elif model_type in _CONFORMER_HEADS:
-            theta, source = self.size(cfg, "rotary_embedding_base", arch, model_type)
-            self.rules.append(f"{model_type}: a conformer audio encoder, RoPE over frames with base "
-                              "rotary_embedding_base")
-        elif (found := self.top_level(cfg, ("rope_theta", "rotary_emb_base"), "rope_theta", rope, arch,
-                                      model_type)) is not None:
-            theta, source = found
-        elif rope is None and default_rope.get("rope_theta") is not None:
-            theta, source = default_rope["rope_theta"], f"architecture default ({model_type})"
-        elif arch is not None and arch.get("default_theta") is not None:
-            theta, source = arch["default_theta"], f"architecture default ({model_type})"
-        else:
-            theta, source = 10000.0, "transformers default"
+        found = None
+        if rope is None or rope.get("rope_theta") is None:
+            found = self.special_theta(cfg, model_type, arch)
+        found = found or self.rope_value("rope_theta", ("rope_theta", "rotary_emb_base"), cfg, rope, name,
+                                         default_rope, arch, model_type, "default_theta")
+        theta, source = found or (10000.0, "transformers default")
         theta = self.number(theta, "rope_theta", ROPE_THETA)
         self.sources["rope_theta"] = source
         return theta
 
+    def special_theta(self, cfg, model_type, arch):
+        """rope_theta kept outside the RoPE keys: DBRX's attn_config, conformer encoders' rotary_embedding_base."""
+        if model_type == "dbrx" and isinstance(cfg.get("attn_config"), dict) \
+                and cfg["attn_config"].get("rope_theta") is not None:
+            self.rules.append("dbrx: rope_theta is read from attn_config, where the published DBRX config keeps it "
+                              "(transformers 5.24's DbrxConfig ignores it and uses 10000)")
+            return cfg["attn_config"]["rope_theta"], f"config: {self.key('attn_config.rope_theta')}"
+        if model_type in _CONFORMER_HEADS:
+            self.rules.append(f"{model_type}: a conformer audio encoder, RoPE over frames with base "
+                              "rotary_embedding_base")
+            return self.size(cfg, "rotary_embedding_base", arch, model_type)
+        return None
+
     def partial_rotary_factor(self, cfg, rope, name, default_rope, arch, model_type):
-        if rope is not None and rope.get("partial_rotary_factor") is not None:
-            prf, source = rope["partial_rotary_factor"], f"config: {name}.partial_rotary_factor"
-        elif (found := self.top_level(cfg, ("partial_rotary_factor", "rotary_pct"), "partial_rotary_factor", rope,
-                                      arch, model_type)) is not None:
-            prf, source = found
-        elif rope is None and default_rope.get("partial_rotary_factor") is not None:
-            prf, source = default_rope["partial_rotary_factor"], f"architecture default ({model_type})"
-        elif arch is not None and arch.get("partial_rotary_factor") is not None:
-            prf, source = arch["partial_rotary_factor"], f"architecture default ({model_type})"
-        else:
+        found = self.rope_value("partial_rotary_factor", ("partial_rotary_factor", "rotary_pct"), cfg, rope, name,
+                                default_rope, arch, model_type, "partial_rotary_factor")
+        if found is None:
             return None
-        prf = self.number(prf, "partial_rotary_factor", CONSTRAINTS["partial_rotary_factor"])
-        self.sources["partial_rotary_factor"] = source
+        prf = self.number(found[0], "partial_rotary_factor", CONSTRAINTS["partial_rotary_factor"])
+        self.sources["partial_rotary_factor"] = found[1]
         return float(prf)
 
     def size(self, cfg, name, arch, model_type):

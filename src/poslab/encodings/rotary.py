@@ -49,6 +49,11 @@ def _optional(constraint):
     return AnyOf((constraint, NoneValue()))
 
 
+def _scaling(name: str):
+    """An optional Hugging Face scaling parameter, checked by the one table of :mod:`.rope_scaling`."""
+    return parameter(None, check=_optional(CONSTRAINTS[name]))
+
+
 # Scaling parameters a Rotary takes inline: every Hugging Face scaling key but the per-pair lists
 # (config only) and partial_rotary_factor (a field of its own, it sets the rotated width).
 _INLINE = tuple(k for k in SCALING_KEYS if k not in LIST_KEYS and k != "partial_rotary_factor")
@@ -309,22 +314,21 @@ class Rotary(Encoding):
     pairing: Literal["interleaved", "half"] = "interleaved"
     config: str | None = None
     rope_type: Literal[ROPE_TYPES] | None = None  # type: ignore[valid-type]
-    partial_rotary_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["partial_rotary_factor"]))
-    factor: float | None = parameter(None, check=_optional(CONSTRAINTS["factor"]))
-    original_max_position_embeddings: int | None = parameter(
-        None, check=_optional(CONSTRAINTS["original_max_position_embeddings"]))
-    max_position_embeddings: int | None = parameter(None, check=_optional(CONSTRAINTS["max_position_embeddings"]))
-    alpha: float | None = parameter(None, check=_optional(CONSTRAINTS["alpha"]))
-    low_freq_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["low_freq_factor"]))
-    high_freq_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["high_freq_factor"]))
-    beta_fast: float | None = parameter(None, check=_optional(CONSTRAINTS["beta_fast"]))
-    beta_slow: float | None = parameter(None, check=_optional(CONSTRAINTS["beta_slow"]))
-    mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["mscale"]))
-    mscale_all_dim: float | None = parameter(None, check=_optional(CONSTRAINTS["mscale_all_dim"]))
-    attention_factor: float | None = parameter(None, check=_optional(CONSTRAINTS["attention_factor"]))
-    truncate: bool | None = parameter(None, check=_optional(CONSTRAINTS["truncate"]))
-    short_mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["short_mscale"]))
-    long_mscale: float | None = parameter(None, check=_optional(CONSTRAINTS["long_mscale"]))
+    partial_rotary_factor: float | None = _scaling("partial_rotary_factor")
+    factor: float | None = _scaling("factor")
+    original_max_position_embeddings: int | None = _scaling("original_max_position_embeddings")
+    max_position_embeddings: int | None = _scaling("max_position_embeddings")
+    alpha: float | None = _scaling("alpha")
+    low_freq_factor: float | None = _scaling("low_freq_factor")
+    high_freq_factor: float | None = _scaling("high_freq_factor")
+    beta_fast: float | None = _scaling("beta_fast")
+    beta_slow: float | None = _scaling("beta_slow")
+    mscale: float | None = _scaling("mscale")
+    mscale_all_dim: float | None = _scaling("mscale_all_dim")
+    attention_factor: float | None = _scaling("attention_factor")
+    truncate: bool | None = _scaling("truncate")
+    short_mscale: float | None = _scaling("short_mscale")
+    long_mscale: float | None = _scaling("long_mscale")
 
     def _check_params(self):
         if self.rotary_dim is not None and self.rotary_dim % 2:
