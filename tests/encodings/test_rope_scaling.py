@@ -528,3 +528,15 @@ def test_unknown_rope_key_is_refused_and_no_effect_keys_are_recorded(tmp_path):
         "rope_theta": 1e6}}
     info = _summary(make_encoding("rotary", config=str(write_config(tmp_path / "b", cfg))), 64)
     assert "llama_4_scaling_beta not read: a query temperature" in info["rope_rules"]
+
+
+def test_llama3_original_length_defaults_to_max_position_embeddings(tmp_path):
+    """transformers' standardize_rope_params: a llama3 dict without original_max_position_embeddings uses
+    max_position_embeddings (and poslab records that it did)."""
+    cfg = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "max_position_embeddings": 8192,
+           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}}
+    r = make_encoding("rotary", config=str(write_config(tmp_path, cfg))).resolve(1, 16)
+    np.testing.assert_array_equal(r.inv_freq, rope_parameters(
+        "llama3", rotary_dim=128, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+        original_max_position_embeddings=8192)[0])
+    assert r.sources["original_max_position_embeddings"] == "transformers default (max_position_embeddings)"

@@ -47,6 +47,7 @@ __all__ = [
     "ROPE_TYPES",
     "SCALING_KEYS",
     "CONSTRAINTS",
+    "DEFAULTS",
     "LIST_KEYS",
     "rope_inv_freq",
     "rope_parameters",
@@ -78,7 +79,8 @@ _KEYS = {
         ("short_factor", "long_factor", "original_max_position_embeddings"),
         ("max_position_embeddings", "factor", "attention_factor", "short_mscale", "long_mscale"),
     ),
-    "llama3": (("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), ()),
+    "llama3": (("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+               ("max_position_embeddings",)),
     "proportional": ((), ("factor", "partial_rotary_factor")),
 }
 
@@ -98,6 +100,8 @@ CONSTRAINTS = {
     "short_factor": ListOf(_POSITIVE), "long_factor": ListOf(_POSITIVE),
     "partial_rotary_factor": Real(minimum=0, maximum=1, open_min=True),
 }
+#: transformers' values of the optional scaling parameters that have one (``_compute_yarn_parameters``).
+DEFAULTS = {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": True}
 #: rope_theta: a base > 1.
 ROPE_THETA = Real(minimum=1, open_min=True)
 
@@ -207,9 +211,10 @@ def check_rope_scaling(rope_type: str = "default", **params) -> dict:
     if rope_type == "longrope" and ("short_mscale" in p) != ("long_mscale" in p):
         raise ValueError("longrope: give both short_mscale and long_mscale (the attention factor up to and beyond "
                          "original_max_position_embeddings, as PhiMoE), or neither")
-    if rope_type == "yarn" and p.get("beta_fast", 32) < p.get("beta_slow", 1):
-        raise ValueError(
-            f"beta_fast must be >= beta_slow (defaults 32 and 1), got {p.get('beta_fast', 32)} and {p.get('beta_slow', 1)}")
+    if rope_type == "yarn":
+        beta_fast, beta_slow = (p.get(k, DEFAULTS[k]) for k in ("beta_fast", "beta_slow"))
+        if beta_fast < beta_slow:
+            raise ValueError(f"beta_fast must be >= beta_slow (defaults 32 and 1), got {beta_fast:g} and {beta_slow:g}")
     return p
 
 
@@ -405,7 +410,7 @@ def rope_parameters(rope_type: str = "default", *, rotary_dim: int, rope_theta: 
     elif rope_type == "yarn":
         factor = p["factor"]
         low, high = yarn_correction_range(d, rope_theta, p["original_max_position_embeddings"],
-                                          p.get("beta_fast", 32.0), p.get("beta_slow", 1.0), p.get("truncate", True))
+                                          *(p.get(k, DEFAULTS[k]) for k in ("beta_fast", "beta_slow", "truncate")))
         if low == high:
             high += 0.001  # as transformers: avoid a zero-width ramp
         ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)

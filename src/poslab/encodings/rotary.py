@@ -31,6 +31,7 @@ from .model_config import RopeConfig, read_rope_config
 from .registry import register
 from .rope_scaling import (
     CONSTRAINTS,
+    DEFAULTS,
     LIST_KEYS,
     ROPE_THETA,
     ROPE_TYPES,
@@ -489,12 +490,20 @@ def _plan(enc: Rotary, cfg: RopeConfig | None) -> _Plan:
         scaling.pop("factor", None)
         scaling.pop("max_position_embeddings", None)
     try:
-        check_rope_scaling(rope_type, **scaling)
+        standard = check_rope_scaling(rope_type, **scaling)
     except ValueError as exc:
         where = f" (config {enc.config} with the inline values)" if enc.config is not None else ""
         if rope_type == "longrope" and not all(k in configured for k in LIST_KEYS):
             where += "; short_factor and long_factor are read from a model's config.json only: give config"
         raise ParameterError(f"rotary: {exc}{where}") from None
+    for key, value in standard.items():  # what transformers fills in: an original length, a factor
+        if key not in scaling:
+            scaling[key] = value
+            sources[key] = ("transformers default (max_position_embeddings)" if key == "original_max_position_embeddings"
+                            else "transformers default (max_position_embeddings / original_max_position_embeddings)")
+    for key in used:
+        if key in DEFAULTS and key not in scaling:
+            scaling[key], sources[key] = DEFAULTS[key], "transformers default"
     return _Plan(cfg, rope_type, float(theta), prf, scaling, sources, tuple(rules))
 
 
