@@ -44,14 +44,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
-import numbers
 import types
 from pathlib import Path
 from typing import Any, Mapping
 
 from .._validation import Integer, check
-from .rope_scaling import CONSTRAINTS, ROPE_THETA, ROPE_TYPES, SCALING_KEYS, rope_scaling_keys
+from .rope_scaling import CONSTRAINTS, ROPE_THETA, ROPE_TYPES, SCALING_KEYS
 
 __all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_KEYS",
            "REFUSED_ARCHITECTURES", "NO_ROPE_SCHEMES"]
@@ -254,6 +252,7 @@ class _Reader:
     def __init__(self, cfg: dict, where: str):
         self.top, self.where = cfg, where
         self.sources: dict[str, str] = {}
+        self.aliased: dict[str, str] = {}  # standard name -> the alias key the config used
         self.rules: list[str] = []
         self.part: str | None = None
 
@@ -402,11 +401,11 @@ class _Reader:
                     self.fail(f"gives both {self.key(std)} = {cfg[std]!r} and its alias {self.key(alias)} = "
                               f"{cfg[alias]!r}; keep one")
                 out[std] = cfg[alias]
-                self.sources.setdefault(f"@{std}", f"config: {self.key(alias)}")
+                self.aliased[std] = f"config: {self.key(alias)}"
         return out
 
     def src(self, name: str, std: str) -> str:
-        return self.sources.get(f"@{std}", f"config: {self.key(name)}")
+        return self.aliased.get(std, f"config: {self.key(name)}")
 
     def rope_dict(self, cfg: dict):
         scaling, parameters = cfg.get("rope_scaling"), cfg.get("rope_parameters")
@@ -526,7 +525,10 @@ class _Reader:
                 self.fail(f"{model_type} config with rotary_dim null: transformers would build a rotary table as wide "
                           "as the whole hidden_size, which no head uses; give rotary_dim")
             self.sources["rotary_dim"] = source
-            return None, rd
+            hidden, hs = self.size(cfg, "hidden_size", arch, model_type)
+            heads, ns = self.size(cfg, "num_attention_heads", arch, model_type)
+            head = self.derived(hidden, heads, 1, hs, ns) if hidden is not None and heads is not None else None
+            return head, rd
         if arch is None:  # generic: MLA's rotated part, else head_dim, else hidden_size // heads
             for key in ("qk_rope_head_dim", "head_dim"):
                 if cfg.get(key) is not None:

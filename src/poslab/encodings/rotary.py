@@ -517,27 +517,22 @@ def _length_rules(plan: _Plan, n_positions: int | None) -> list[str]:
 
 
 @functools.lru_cache(maxsize=512)
-def _resolve(enc: Rotary, cfg: RopeConfig | None, dim: int, n_positions: int | None,
-             width: int | None = None) -> RopeResolution:
+def _resolve(enc: Rotary, cfg: RopeConfig | None, dim: int, n_positions: int | None) -> RopeResolution:
     plan = _plan(enc, cfg)
     sources, rules = dict(plan.sources), list(plan.rules)
     if cfg is not None and cfg.head_dim is not None:
         head, head_from = cfg.head_dim, "head_dim of the config"
     else:
         head, head_from = dim, "study dim"
-        if width is None:
-            sources.setdefault("head_dim", "study dim")
+        sources.setdefault("head_dim", "study dim")
     prf = plan.partial_rotary_factor
-    if width is not None:
-        rotary_dim = width
-    elif enc.rotary_dim is not None:
+    if enc.rotary_dim is not None:
         rotary_dim = enc.rotary_dim
         sources["rotary_dim"] = "inline"
     elif plan.rope_type == "proportional":
         rotary_dim = head  # the un-rotated pairs are part of the table, with frequency 0
     elif enc.partial_rotary_factor is None and cfg is not None and cfg.rotary_dim is not None:
         rotary_dim = cfg.rotary_dim
-        head = max(head, rotary_dim) if head_from == "study dim" else head
     else:
         rotary_dim = int(head * (prf if prf is not None else 1.0))
     if rotary_dim < 2 or rotary_dim % 2:
@@ -545,7 +540,7 @@ def _resolve(enc: Rotary, cfg: RopeConfig | None, dim: int, n_positions: int | N
         what = "odd" if rotary_dim % 2 else "< 2"
         raise ValueError(f"rotary: rotary_dim comes out as {rotary_dim} from {how}, which is {what}; "
                          "set an even rotary_dim >= 2")
-    if rotary_dim > head and width is None:
+    if rotary_dim > head:
         raise ValueError(f"rotary: rotary_dim={rotary_dim} exceeds the {head_from}={head}")
     try:
         inv_freq, attention = rope_parameters(plan.rope_type, rotary_dim=rotary_dim, rope_theta=plan.rope_theta,
