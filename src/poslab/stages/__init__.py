@@ -8,9 +8,11 @@ declarations come :class:`AnalysisOptions`, the summary table
 encoding parameter may not take (:func:`reserved_columns`) and the column
 reference ``docs/tables.md`` (:mod:`poslab.stages.docs`).
 
-Order: stages without summary columns that read the unit rows (heatmap,
-properties) run first, so the rows can be freed before the bootstrap's
-resamples; the others run in the order of their summary columns.
+Order: the stage modules are imported below in pipeline order, and within a
+module stages run in the order they are defined (each registers itself with
+:func:`register_stage`). Stages without summary columns that read the unit
+rows (heatmap, properties) run first, so the rows can be freed before the
+bootstrap's resamples; the others run in the order of their summary columns.
 """
 
 from __future__ import annotations
@@ -19,28 +21,29 @@ import dataclasses
 from typing import Any
 
 from .._validation import ValidationError, check
-from .bands import BAND_WIDTH, BANDS, Bands
-from .base import Output, RunContext, Stage, setting, settings_of
-from .bootstrap import BOOTSTRAP, Bootstrap
-from .comparison import COMPARISON, COMPARISON_PAIRS
-from .decay import DECAY_METRICS, Decay, Envelope
-from .heatmap import HEATMAPS, Heatmap
-from .learned import GRID_MAPS, GRID_PROFILES, Grid, LearnedSource
-from .profile import PROFILES, Profile
-from .properties import PROPERTIES, Properties
-from .rope import INV_FREQ, ROPE_DECAY, RopeGeometry
+from .base import Output, RunContext, Stage, register_stage, registered_stages, setting, settings_of
 from .schema import Column, Family, Table
+# the built-in stages, in pipeline order (importing a module registers its stages)
+from .heatmap import HEATMAPS  # noqa: E402
+from .properties import PROPERTIES  # noqa: E402
+from .profile import PROFILES  # noqa: E402
+from .decay import DECAY_METRICS  # noqa: E402
+from .bands import BAND_WIDTH, BANDS  # noqa: E402
+from .bootstrap import BOOTSTRAP  # noqa: E402
+from . import envelope  # noqa: E402,F401
+from .learned import GRID_MAPS, GRID_PROFILES  # noqa: E402
+from .rope import INV_FREQ, ROPE_DECAY  # noqa: E402
+from .comparison import COMPARISON, COMPARISON_PAIRS  # noqa: E402
 
 __all__ = [
     "PIPELINE", "SUMMARY", "TABLES", "RUN_COLUMNS", "AnalysisOptions", "Stage", "Output", "RunContext", "Column",
-    "Family", "Table", "setting", "build_stages", "run_stage", "reserved_columns", "column_tables", "parse_options",
+    "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables", "parse_options",
     "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_MAPS",
     "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]
 
-#: The built-in stages, in the order they run.
-PIPELINE: tuple[type[Stage], ...] = (Heatmap, Properties, Profile, Decay, Bands, Bootstrap, Envelope, LearnedSource,
-                                     Grid, RopeGeometry)
+#: The stages, in the order they run.
+PIPELINE: tuple[type[Stage], ...] = registered_stages()
 
 #: Columns of every ``summary.csv`` row, ok or failed, before the stages' columns (``seconds`` comes last).
 RUN_COLUMNS = (

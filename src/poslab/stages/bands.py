@@ -6,7 +6,7 @@ import dataclasses
 
 from .._validation import ListOf, Real
 from ..analysis.bands import DEFAULT_THRESHOLDS
-from .base import Output, RunContext, Stage, setting
+from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Family, Table
 
 __all__ = ["Bands", "BANDS", "BAND_WIDTH"]
@@ -43,6 +43,7 @@ BANDS = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Bands(Stage):
     """Band widths at each threshold, with re-crossings."""

@@ -26,7 +26,7 @@ Adding a stage (README, "Adding an analysis")::
         def compute(self, ctx):
             return Output(summary={"first_minimum": ...})
 
-and list it in :data:`poslab.stages.PIPELINE`.
+decorated with :func:`register_stage` (README, "Adding an analysis").
 """
 
 from __future__ import annotations
@@ -40,7 +40,37 @@ import numpy as np
 from .._validation import Constraint
 from .schema import Column, Table
 
-__all__ = ["Stage", "Output", "RunContext", "setting", "settings_of"]
+__all__ = ["Stage", "Output", "RunContext", "setting", "settings_of", "register_stage", "registered_stages"]
+
+_REGISTERED: list[type[Stage]] = []
+
+
+def register_stage(cls: type[Stage]) -> type[Stage]:
+    """Class decorator: add a stage to the pipeline (after every stage registered before it).
+
+    The built-in stage modules are imported in pipeline order by
+    :mod:`poslab.stages`; within a module, stages run in the order they are
+    defined. Their order is the order of their ``summary.csv`` columns.
+
+    Raises
+    ------
+    TypeError
+        Not a frozen dataclass subclass of :class:`Stage` with a name.
+    ValueError
+        A stage of that name is registered already.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Stage) and "__dataclass_fields__" in cls.__dict__
+            and cls.__dataclass_params__.frozen and cls.name):
+        raise TypeError(f"{cls!r} must be a @dataclasses.dataclass(frozen=True) subclass of Stage with a name")
+    if any(s.name == cls.name for s in _REGISTERED):
+        raise ValueError(f"a stage named {cls.name!r} is registered already")
+    _REGISTERED.append(cls)
+    return cls
+
+
+def registered_stages() -> tuple[type[Stage], ...]:
+    """Every registered stage, in pipeline order."""
+    return tuple(_REGISTERED)
 
 
 def setting(default, check: Constraint, doc: str) -> Any:

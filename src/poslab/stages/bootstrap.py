@@ -10,7 +10,7 @@ import pandas as pd
 from .._validation import Integer, Real
 from ..analysis.bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_BLOCKS, N_RESAMPLES
 from .bands import BAND_WIDTH
-from .base import Output, RunContext, Stage, setting
+from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
 __all__ = ["Bootstrap", "BOOTSTRAP"]
@@ -31,6 +31,7 @@ BOOTSTRAP = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Bootstrap(Stage):
     """Percentile intervals from the anchor-block bootstrap, and its replicates."""

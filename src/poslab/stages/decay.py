@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 
 from .._validation import Choice, ListOf, Real
-from ..analysis.decay import DECAY_MODELS, MIN_AIC_GAIN, OSCILLATION_MIN_DEPTH, OSCILLATION_MIN_SE, PARAMETERS
+from ..analysis.decay import DECAY_MODELS, MIN_AIC_GAIN, PARAMETERS
 from .._validation import Integer
-from .base import Output, RunContext, Stage, setting
+from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
-__all__ = ["Decay", "Envelope", "DECAY_METRICS"]
+__all__ = ["Decay", "DECAY_METRICS", "fits_frame"]
 
 _STATUS = ("ok, or why there are no numbers: too_few_points, flat, rising, not_converged, not_identifiable, "
            "at_bound, out_of_range, no_better_than_constant, failed")
@@ -58,10 +58,12 @@ DECAY_METRICS = Table(
 )
 
 
-def _fits_frame(fits) -> pd.DataFrame:
+def fits_frame(fits) -> pd.DataFrame:
+    """The decay_metrics rows of one set of fits."""
     return fits.to_frame()
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Decay(Stage):
     """Decay models fitted to the profile; the selected one gives the run's decay length."""
@@ -89,31 +91,4 @@ class Decay(Stage):
         note = "" if best else "no decay model fitted: " + ", ".join(sorted({f.status for f in fits.fits}))
         return Output(summary={"selected_model": best.model if best else "",
                                "decay_length": best.decay_length if best else np.nan},
-                      tables={"decay_metrics": _fits_frame(fits)}, note=note)
-
-
-@dataclasses.dataclass(frozen=True)
-class Envelope(Stage):
-    """Decay models fitted to the upper envelope of an oscillating profile."""
-
-    name = "envelope"
-    description = ("decay models fitted to the upper envelope of an oscillating profile (sinusoidal, RoPE, GPT-2's "
-                   "helix), as decay_metrics rows with target = envelope")
-    tables = (DECAY_METRICS,)
-    summary = (
-        Column("envelope_decay_length", "float", "positions",
-               "decay length of the envelope's selected model (empty when the profile does not oscillate)"),
-    )
-    uses = frozenset({"envelope_fits"})
-
-    oscillation_min_depth: float = setting(OSCILLATION_MIN_DEPTH, Real(minimum=0),
-                                           "a profile oscillates when it rises back by more than this fraction of "
-                                           "its range, and by more than oscillation_min_se")
-    oscillation_min_se: float = setting(OSCILLATION_MIN_SE, Real(minimum=0),
-                                        "... median standard errors (a heuristic: a noisy tail is no oscillation)")
-
-    def compute(self, ctx: RunContext) -> Output:
-        envelope = ctx.envelope_fits
-        best = envelope.selected if envelope is not None else None
-        tables = {"decay_metrics": _fits_frame(envelope)} if envelope is not None else {}
-        return Output(summary={"envelope_decay_length": best.decay_length if best else np.nan}, tables=tables)
+                      tables={"decay_metrics": fits_frame(fits)}, note=note)

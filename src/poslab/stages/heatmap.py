@@ -6,7 +6,7 @@ import dataclasses
 
 from .._validation import Integer
 from ..analysis.heatmap import _block_similarity
-from .base import Output, RunContext, Stage, setting
+from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
 __all__ = ["Heatmap", "HEATMAPS"]
@@ -26,6 +26,7 @@ HEATMAPS = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Heatmap(Stage):
     """The heatmaps table: S averaged over heatmap_bins x heatmap_bins blocks."""

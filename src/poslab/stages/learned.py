@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..analysis.grid import grid_similarity
-from .base import Output, RunContext, Stage
+from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
 __all__ = ["LearnedSource", "Grid", "GRID_PROFILES", "GRID_MAPS"]
@@ -18,6 +18,7 @@ def _learned(ctx: RunContext):
     return ctx.encoding if isinstance(ctx.encoding, Learned) else None
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class LearnedSource(Stage):
     """Which stored tensor and rows a learned run analysed."""
@@ -74,6 +75,7 @@ GRID_MAPS = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Grid(Stage):
     """Vision tables analysed on their whole 2-D patch grid, whatever n_positions, on the raw vectors."""

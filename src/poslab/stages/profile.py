@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from .._validation import Boolean, Choice
-from .base import Output, RunContext, Stage, setting
+from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
 __all__ = ["Profile", "PROFILES"]
@@ -34,6 +34,7 @@ PROFILES = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Profile(Stage):
     """The profiles table and the positions excluded from every mean."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..analysis.properties import table_properties
-from .base import Output, RunContext, Stage
+from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
 __all__ = ["Properties", "PROPERTIES"]
@@ -24,6 +24,7 @@ PROPERTIES = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class Properties(Stage):
     """The properties table."""

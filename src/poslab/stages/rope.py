@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .base import Output, RunContext, Stage
+from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
 __all__ = ["RopeGeometry", "INV_FREQ", "ROPE_DECAY"]
@@ -36,6 +36,7 @@ ROPE_DECAY = Table(
 )
 
 
+@register_stage
 @dataclasses.dataclass(frozen=True)
 class RopeGeometry(Stage):
     """inv_freq and rope_decay of rotary runs, and how their frequencies were resolved (:meth:`Rotary.resolve`)."""
