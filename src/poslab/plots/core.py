@@ -343,3 +343,31 @@ def decay_figure(tables, title=None):
     if not _nonempty(tables, "profiles"):
         return None
     return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title)
+
+
+@study_figure("first_minimum.png")
+def first_minimum_figure(tables, title=None):
+    """The profiles with each run's first minimum marked (None when no run has one within its window)."""
+    summary = tables.get("summary")
+    if not _nonempty(tables, "profiles") or summary is None or "first_minimum" not in summary:
+        return None
+    marks = summary[summary["first_minimum"].notna()]
+    if marks.empty:
+        return None
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.subplots()
+    colours = curve_palette(marks["label"].nunique())
+    for colour, (label, runs) in zip(colours, marks.groupby("label", sort=False)):
+        run = runs.iloc[0]  # the first seed of a stochastic encoding
+        rows = tables["profiles"][(tables["profiles"]["label"] == label) & (
+            tables["profiles"]["seed"].isna() if pd.isna(run["seed"]) else tables["profiles"]["seed"] == run["seed"])]
+        ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4,
+                label=textwrap.shorten(str(label), 48))
+        ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", color=colour, ms=8, mec="black")
+    ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity",
+           title="first minimum of the profile (triangles)")
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    return fig
