@@ -81,7 +81,7 @@ def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entr
 
 @pytest.mark.parametrize("change, pattern", [
     ("nme = 1", "unknown key"),
-    ("max_distance = 64", "max_distance must be < n_positions = 64"),
+    ("max_distance = 64", r"max_distance must be an integer in \[1, 63\], got 64; it must be < n_positions = 64"),
     ("seeds = []", "seeds must be a non-empty list"),
     ('[analysis]\nmodels = ["cubic"]', r"\[analysis\]: models must be a non-empty list of distinct values, each one of 'exponential'.*got \['cubic'\]"),
     ("[analysis]\nthresholds = [2.0]", r"thresholds must be .* in \[-1, 1\]"),

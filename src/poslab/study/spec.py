@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._validation import Integer, ValidationError, check
+from .._validation import Integer, ListOf, Text, ValidationError, check, missing_message
 from ..analysis.bootstrap import min_replicates
 from ..encodings import Encoding, make_encoding
 from ..stages import AnalysisOptions, parse_options
@@ -101,6 +101,14 @@ class StudySpec:
 
 
 _TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", "encodings", "description"}
+
+
+_REQUIRED = {
+    "name": Text("a folder name: a letter or digit, then letters, digits, '_', '.', '-'",
+                 test=lambda s: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", s) is not None),
+    "n_positions": Integer(minimum=2),
+    "dim": Integer(minimum=1),
+}
 
 
 def _int(value, what, where, minimum):
@@ -196,23 +204,17 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
         raise StudyError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(_TOP_KEYS))}")
     for key in ("name", "n_positions", "dim", "encodings"):
         if key not in data:
-            raise StudyError(f"{where}: missing required key {key!r}")
-    name = data["name"]
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise StudyError(
-            f"{where}: name must be a folder name starting with a letter or digit, then letters, digits, "
-            f"'_', '.', '-'; got {name!r}"
-        )
+            raise StudyError(missing_message(where, key, _REQUIRED[key]) if key != "encodings" else
+                             f"{where}: encodings are required; write at least one [[encodings]] table with "
+                             'kind = "..." (poslab encodings lists the kinds)')
+    name = check(data["name"], _REQUIRED["name"], "name", where=where, error=StudyError)
     n_positions = _int(data["n_positions"], "n_positions", where, 2)
     dim = _int(data["dim"], "dim", where, 1)
-    seeds = data.get("seeds", [0])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        raise StudyError(f"{where}: seeds must be a non-empty list of non-negative integers, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise StudyError(f"{where}: seeds must be distinct, got {seeds!r}")
-    max_distance = _int(data.get("max_distance", n_positions - 1), "max_distance", where, 1)
-    if max_distance >= n_positions:
-        raise StudyError(f"{where}: max_distance must be < n_positions = {n_positions}, got {max_distance}")
+    seeds = list(check(data.get("seeds", [0]), ListOf(Integer(minimum=0), distinct=True), "seeds", where=where,
+                       error=StudyError))
+    max_distance = check(data.get("max_distance", n_positions - 1), Integer(minimum=1, maximum=n_positions - 1),
+                         "max_distance", where=where, fix=f"it must be < n_positions = {n_positions}",
+                         error=StudyError)
     analysis = _analysis(data.get("analysis", {}), where)
     if analysis.heatmap_bins > n_positions:
         if "heatmap_bins" in data.get("analysis", {}):
