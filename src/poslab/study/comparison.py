@@ -163,8 +163,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     if not len(summary) or "status" not in summary or not (summary["status"] == "ok").any():
         return {}
     options = spec.analysis
-    n_resamples = int(getattr(options, "n_resamples", N_RESAMPLES))
-    level = float(getattr(options, "ci_level", BOOTSTRAP_LEVEL))
+    n_resamples, level = int(options.n_resamples), float(options.ci_level)
     ok = summary[summary["status"] == "ok"]
     profiles, boot = tables.get("profiles"), tables.get("bootstrap")
     rows, replicates = [], {}
