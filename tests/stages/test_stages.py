@@ -103,3 +103,20 @@ def test_every_table_and_column_has_a_dtype_unit_and_description():
         assert table.description and table.row
         for col in table.columns:
             assert col.description and col.dtype in ("int", "Int64", "float", "str", "bool")
+
+
+def test_a_window_without_a_valid_pair_is_a_failed_run_not_widths_beyond_it():
+    """Issue 11: n_positions = 2, dim = 1 reported band widths '> 1' with no valid pair (sin 0 = 0 at position 0)."""
+    from poslab.cli import _summary_text
+    from poslab.study import parse_study
+
+    spec = parse_study({"name": "two", "n_positions": 2, "dim": 1,
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "random"}]})
+    with pytest.warns(UserWarning, match="zero or non-finite"):
+        summary = run_study(spec, progress=False, executor="serial").summary
+    sinusoidal, random = summary.iloc[0], summary.iloc[1]
+    assert sinusoidal["status"] == "failed"
+    assert "no pair of valid positions within distances 1..1: 1 of 2 positions have zero or non-finite vectors" \
+        in sinusoidal["message"]
+    assert random["status"] == "ok" and random["band_width_0p5"] == 1  # S(1) = -1: a real width
+    assert "> 1" not in _summary_text(summary)
