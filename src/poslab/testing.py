@@ -121,7 +121,8 @@ def check_table(cls, params, n, dim, width):
     table = enc.generate(n, dim, rng=_rng())
     expected = (n, width if width is not None else dim)
     if not isinstance(table, np.ndarray) or table.shape != expected:
-        _fail(f"{enc.label}.generate({n}, {dim}) gave shape {getattr(table, 'shape', type(table))}, expected {expected}")
+        _fail(f"{enc.label}.generate({n}, {dim}) gave shape {getattr(table, 'shape', type(table))}, "
+              f"expected {expected}")
     if table.dtype != np.float64 or not np.isfinite(table).all():
         _fail(f"{enc.label}.generate gave dtype {table.dtype} (finite: {np.isfinite(table).all()}); expected finite "
               "float64")
@@ -132,7 +133,8 @@ def check_reproducible_and_seeded(cls, params, n, dim, width):
     enc = _build(cls, params)
     a, b = enc.generate(n, dim, rng=_rng(7)), enc.generate(n, dim, rng=_rng(7))
     if not np.array_equal(a, b):
-        _fail(f"{enc.label}: two tables from default_rng(7) differ: generate must depend on its parameters and rng only")
+        _fail(f"{enc.label}: two tables from default_rng(7) differ: generate must depend on its parameters and "
+              "rng only")
     differs = not np.array_equal(a, enc.generate(n, dim, rng=_rng(8)))
     if differs != enc.stochastic:
         _fail(f"{enc.label}: stochastic = {enc.stochastic}, but another seed gives "

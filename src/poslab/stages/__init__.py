@@ -37,7 +37,8 @@ from .comparison import COMPARISON, COMPARISON_PAIRS  # noqa: E402
 
 __all__ = [
     "PIPELINE", "SUMMARY", "TABLES", "RUN_COLUMNS", "AnalysisOptions", "Stage", "Output", "RunContext", "Column",
-    "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables", "parse_options",
+    "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables",
+    "parse_options",
     "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_MAPS",
     "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]

@@ -1,4 +1,4 @@
-"""Decay models fitted to the profile (and, for oscillating profiles, to its upper envelope)."""
+"""Decay models fitted to the profile (the upper envelope of an oscillating one: stages/envelope.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .._validation import Choice, ListOf, Real
+from .._validation import Choice, Integer, ListOf, Real
 from ..analysis.decay import DECAY_MODELS, MIN_AIC_GAIN, PARAMETERS
-from .._validation import Integer
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 

@@ -7,13 +7,12 @@ Regenerate after changing a stage (a test fails while it is stale)::
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
 from ..analysis.decay import DECAY_MODELS
 from . import PIPELINE, RUN_COLUMNS, SUMMARY, TABLES, AnalysisOptions, settings_of
-from .schema import DTYPES, RUN_KEYS, Column, Table
+from .schema import DTYPES, RUN_KEYS, Table
 
 __all__ = ["tables_markdown", "main"]
 

@@ -58,7 +58,8 @@ class Profile(Stage):
         fitted = ctx.fits.predict(frame["distance"].to_numpy())
         frame["fitted_similarity"] = np.where(frame["distance"] >= ctx.options.fit_min_distance, fitted, np.nan)
         boot = ctx.bootstrap
-        frame["mean_similarity_ci_low"], frame["mean_similarity_ci_high"] = boot.profile_ci if boot else (np.nan, np.nan)
+        low, high = boot.profile_ci if boot else (np.nan, np.nan)
+        frame["mean_similarity_ci_low"], frame["mean_similarity_ci_high"] = low, high
         return Output(summary={"excluded_positions": ";".join(map(str, profile.excluded_positions))},
                       tables={"profiles": frame})
 

@@ -130,7 +130,8 @@ def _keys(spec: StudySpec, run: Run, param_names: list[str]) -> dict:
 
 
 def _with_keys(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
-    return pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in keys.items()}), frame.reset_index(drop=True)], axis=1)
+    prefix = pd.DataFrame({k: [v] * len(frame) for k, v in keys.items()})
+    return pd.concat([prefix, frame.reset_index(drop=True)], axis=1)
 
 
 class StageOutputError(RuntimeError):
