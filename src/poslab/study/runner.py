@@ -100,8 +100,8 @@ class StudyResult:
     frames : dict of pandas.DataFrame
         Every table by name: the common ones (:data:`TABLES`: ``summary``,
         ``profiles``, ``decay_metrics``, ``bands``, ``heatmaps``, also
-        reachable as attributes) and those runs add (e.g. ``inv_freq``).
-        See the README for every column.
+        reachable as attributes) and those stages add for some runs (e.g.
+        ``inv_freq``). docs/tables.md describes every column.
     timings : dict
         Seconds per run label/seed and in total.
     """
