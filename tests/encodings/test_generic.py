@@ -57,6 +57,11 @@ def test_the_suite_reports_what_an_encoding_gets_wrong():
 
     with pytest.raises(AssertionError, match="defines run_info, which poslab no longer reads"):
         check_encoding(Talker)
+    from poslab.encodings import register, unregister
+
+    with pytest.warns(UserWarning, match="defines run_info, which poslab no longer reads"):
+        register(Talker)
+    unregister("talker")
 
 
 def test_wrong_type_and_choice_messages():

@@ -39,6 +39,11 @@ def register(cls: type[Encoding]) -> type[Encoding]:
         like an output column (the tables that have it are named).
     """
     check_class(cls)
+    stale = [h for h in ("run_info", "run_tables") if any(h in vars(c) for c in cls.__mro__ if c is not object)]
+    if stale:  # the hooks of poslab < issue 12: what a study measures is a stage now
+        warnings.warn(f"{_qualname(cls)} defines {', '.join(stale)}, which poslab no longer reads: extra summary "
+                      "columns and tables come from analysis stages (README, 'Adding an analysis')", UserWarning,
+                      stacklevel=2)
     held = _REGISTRY.get(cls.kind)
     if held is not None and held is not cls and _qualname(held) != _qualname(cls):
         raise ValueError(
