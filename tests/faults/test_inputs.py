@@ -246,12 +246,12 @@ def test_a_table_scaled_by_1e_minus_200_is_not_zero():
 @pytest.mark.parametrize("analysis", ["n_resamples = 5", "ci_level = 0.999999"])
 def test_few_resamples_warn_and_never_cost_the_tables(tmp_path, analysis):
     """A point estimate outside its own percentile interval made plots raise and nothing was written."""
-    text = SMALL.replace("n_resamples = 40", analysis) + '\n[[encodings]]\nkind = "random"\n'
+    text = SMALL.replace("n_resamples = 40", analysis) + '\n[[encodings]]\nkind = "smoothed_random"\nlength_scale = 3.0\n'
     study = _study(tmp_path, text.replace("name = \"small\"", "name = \"small\"\nseeds = [0, 1]"))
     result = _invoke(["run", study, "--out", tmp_path / "res", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "too few for intervals at ci_level" in result.output
-    assert "2 seeds have only 3 distinct seed resamples" in result.output
+    assert "smoothed_random(length_scale=3): 2 seeds have only 3 distinct seed resamples" in result.output
     summary = pd.read_csv(tmp_path / "res" / "summary.csv")
     assert summary["decay_length_ci_low"].isna().all()  # no confident-looking interval
     assert (tmp_path / "res" / "decay_curves.png").is_file()
@@ -318,3 +318,12 @@ def test_comparison_never_ranks_different_windows_against_each_other():
     pairs = result.comparison_pairs
     across = pairs[(pairs["label"] == "sinusoidal(base=20)") | (pairs["other_label"] == "sinusoidal(base=20)")]
     assert len(across) == 2 and (across["verdict"] == "different windows").all()
+
+
+def test_no_seed_warning_where_no_interval_is_left_empty(tmp_path):
+    """Random tables have no decay length: too few seeds costs them no interval, so nothing to warn about."""
+    text = SMALL + '\n[[encodings]]\nkind = "random"\n'
+    study = _study(tmp_path, text.replace("name = \"small\"", "name = \"small\"\nseeds = [0, 1, 2]"))
+    result = _invoke(["run", study, "--out", tmp_path / "res", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "distinct seed resamples" not in result.output

@@ -40,16 +40,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 import zlib
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..analysis import band_metrics, fit_decay
+from ..analysis import fit_decay
 from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_RESAMPLES,
                                   bootstrap_units, min_replicates, percentile_interval)
 from ..analysis.decay import MIN_AIC_GAIN
+from .spec import StudyWarning
 
 __all__ = ["compare_runs", "seed_bootstrap"]
 
@@ -179,7 +181,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 max_failed_fraction=options.max_failed_fraction)
             best = fits.selected
             # k seeds have only C(2k - 1, k) distinct resamples (3 for 2 seeds, 10 for 3): too few for an
-            # interval at this level leaves it empty (the spec warns), never a confident-looking one
+            # interval at this level leaves it empty (with a warning), never a confident-looking one
             enough = math.comb(2 * len(seeds) - 1, len(seeds)) >= min_replicates(level)
             row |= {"selected_model": best.model if best else "none",
                     "decay_length": best.decay_length if best else math.nan,
@@ -189,6 +191,12 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
             if enough:
                 replicates[label] = result.decay_lengths
+            elif best is not None:  # an interval was left empty: say so where it happens, not for every study
+                need = next(n for n in itertools.count(len(seeds)) if math.comb(2 * n - 1, n) >= min_replicates(level))
+                warnings.warn(f"{label}: {len(seeds)} seeds have only {math.comb(2 * len(seeds) - 1, len(seeds))} "
+                              f"distinct seed resamples, too few for an interval across seeds at ci_level = "
+                              f"{level:.4g}; comparison.csv leaves its decay-length interval empty (each run's own "
+                              f"interval in summary.csv stands). Use at least {need} seeds", StudyWarning, stacklevel=2)
         else:
             run = runs.iloc[0]
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),

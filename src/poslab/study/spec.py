@@ -176,13 +176,6 @@ def _warn_meaningless_intervals(analysis: AnalysisOptions, seeds, encodings, whe
                       f"ci_level = {level}: at least {need} (= 2 / (1 - ci_level)) are needed so that each end lies "
                       "between resamples, not at the most extreme one. Every interval is left empty; use "
                       f"n_resamples >= {need}, or n_resamples = 0 for no intervals", StudyWarning, stacklevel=3)
-    k = len(seeds)
-    if k >= 2 and any(e.stochastic for e in encodings) and math.comb(2 * k - 1, k) < need:
-        enough = next(n for n in itertools.count(k) if math.comb(2 * n - 1, n) >= need)
-        warnings.warn(f"{where}: {k} seeds have only {math.comb(2 * k - 1, k)} distinct seed resamples, too few for "
-                      f"an interval across seeds at ci_level = {level}; comparison.csv leaves those intervals "
-                      f"empty (each run's own interval in summary.csv stands). Use at least {enough} seeds",
-                      StudyWarning, stacklevel=3)
 
 
 def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
