@@ -65,6 +65,16 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def descendants(pid: int) -> list[int]:
+    """Live children of ``pid``, their children, and so on (workers are children of the fork server)."""
+    found, todo = [], [pid]
+    while todo:
+        kids = children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
 class Poslab:
     """``poslab ARGS`` (with the ``fault`` encoding registered) in its own session, in ``cwd``."""
 

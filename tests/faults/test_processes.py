@@ -17,7 +17,7 @@ import pytest
 
 from poslab._atomic import TEMPORARY_PATTERN
 
-from .conftest import alive, children, deadline, wait_for
+from .conftest import alive, deadline, descendants, wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process table from /proc")
 
@@ -89,12 +89,12 @@ def test_a_killed_worker_costs_only_its_run(tmp_path, poslab, sig):
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path, poslab):
     p = poslab(["run", _study(tmp_path, 60.0), "--out", tmp_path / "res", "--jobs", "2", "--no-progress"])
-    wait_for(lambda: len(p.started()) == 2, 30, "both workers to start a run")
-    workers = children(p.process.pid)
-    assert len(workers) == 2
+    workers = list(wait_for(lambda: len(p.started()) == 2 and p.started(), 30, "both workers to start a run"))
+    helpers = descendants(p.process.pid)  # the workers, the fork server, multiprocessing's resource tracker
+    assert set(workers) <= set(helpers)
     os.kill(p.process.pid, signal.SIGKILL)
     p.process.wait(timeout=10)
-    wait_for(lambda: not any(alive(w) for w in workers), 5, "orphaned workers to exit")
+    wait_for(lambda: not any(alive(w) for w in helpers), 5, "orphaned workers and helpers to exit")
     assert not (tmp_path / "res").exists()
 
 
@@ -102,8 +102,9 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path, poslab):
 def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig, code):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM to poslab."""
     p = poslab(["run", _study(tmp_path, 60.0), "--out", tmp_path / "res", "--jobs", "2", "--no-progress"])
-    wait_for(lambda: len(p.started()) == 2, 30, "both workers to start a run")
-    workers = children(p.process.pid)
+    workers = list(wait_for(lambda: len(p.started()) == 2 and p.started(), 30, "both workers to start a run"))
+    helpers = descendants(p.process.pid)
+    assert set(workers) <= set(helpers)
     if sig == signal.SIGINT:
         os.killpg(p.process.pid, sig)
     else:
@@ -111,7 +112,7 @@ def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig,
     status, output = p.finish(20)
     assert status == code, output
     assert "Traceback" not in output
-    wait_for(lambda: not any(alive(w) for w in workers), 5, "workers to exit")
+    wait_for(lambda: not any(alive(w) for w in helpers), 5, "workers and helpers to exit")
     assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []
     assert not (tmp_path / "res").exists()
 

@@ -135,7 +135,7 @@ def test_failed_run_is_a_row_and_the_study_goes_on(tmp_path, monkeypatch):
         raise FloatingPointError("overflow in a user encoding")
 
     monkeypatch.setattr(Sinusoidal, "_generate", broken)
-    result = run_study(spec, progress=False)
+    result = run_study(spec, progress=False, executor="serial")  # a patch in this process: workers import afresh
     row = result.summary.iloc[0]
     assert row["status"] == "failed" and "overflow in a user encoding" in row["message"]
     assert (result.summary["status"].iloc[1:] == "ok").all()

@@ -19,14 +19,35 @@ Executors
     error (a ``failed`` row); a new worker takes its place and the other runs
     finish. Results travel over one pipe per worker that the main process
     drains as they arrive, so a large result never blocks. Workers exit when
-    the main process dies, even by SIGKILL (each watches its parent), and
-    are terminated when it stops early (an error, Ctrl-C, SIGTERM).
-    :class:`concurrent.futures.ProcessPoolExecutor` (and loky) instead mark
-    every pending run as failed once one worker dies, and the standard pool
-    could hang in its shutdown. Workers are forked on Linux, so encodings
-    defined or registered at run time (in a script or a notebook) are
-    available to them; elsewhere they are spawned and such encodings must be
-    importable.
+    the main process dies, even by SIGKILL (each watches a pipe that only the
+    main process holds open), and are terminated when it stops early (an
+    error, Ctrl-C, SIGTERM). :class:`concurrent.futures.ProcessPoolExecutor`
+    (and loky) instead mark every pending run as failed once one worker
+    dies, and the standard pool could hang in its shutdown.
+
+    Workers are never forked from the calling process: a process with
+    threads (scipy.fft's worker pool, a progress bar's monitor, Dask, a
+    notebook's earlier analysis) can hang for ever in ``fork()`` (a
+    library's at-fork handler waiting for one of its threads) or leave the
+    child a lock that no thread will release. They are forks of a fork
+    server (multiprocessing's ``forkserver``; ``spawn`` where there is none,
+    as on Windows), a fresh interpreter started once per process that
+    imports poslab's analysis modules, so only the first worker waits for
+    those imports. A worker imports what the pickled runs refer to: poslab,
+    the module of each encoding class, and a script's ``__main__`` by path,
+    so a script must start its study inside ``if __name__ == "__main__":``
+    (unguarded, each worker would start it again and die instead; the
+    study then runs in this process, with a warning saying so).
+    What exists only in this process does not reach workers: a class
+    defined in a notebook or by ``python -c`` (or inside a function), or a
+    change made at run time (monkeypatching). A study whose classes workers
+    cannot import runs in this process, one run after the other, with a
+    warning naming the class and what to do (define it in an importable
+    module or register it through the ``poslab.encodings`` entry point);
+    ``executor="serial"`` does that on purpose. The check is made before
+    any worker starts (the work is pickled once, up front, and a class of an
+    interactive ``__main__`` is recognised), and again by each worker, which
+    first loads the work and says so before it is given a run.
 ``dask``
     A Dask cluster through :class:`dask.distributed.Client`: the scheduler at
     ``scheduler`` (e.g. ``tcp://10.0.0.5:8786``), or a
@@ -43,6 +64,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import io
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -50,7 +72,7 @@ import pickle
 import signal
 import sys
 import threading
-import time
+import types
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
@@ -58,10 +80,6 @@ __all__ = ["EXECUTORS", "Outcome", "WorkerLost", "map_unordered", "default_jobs"
 
 #: Names accepted by ``run_study(executor=...)`` and ``poslab run --executor``.
 EXECUTORS = ("serial", "processes", "dask")
-
-#: How often a worker checks that the process that started it is still alive (seconds).
-_PARENT_POLL_SECONDS = 0.2
-
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
@@ -114,8 +132,10 @@ def map_unordered(func: Callable, items: Sequence, *, executor: str = "processes
     Parameters
     ----------
     func : callable
-        A picklable function of one argument (a module-level function or a
-        :func:`functools.partial` of one) for ``processes`` and ``dask``.
+        A function of one argument that a new process can import (a
+        module-level function or a :func:`functools.partial` of one) for
+        ``processes`` and ``dask``; ``processes`` otherwise runs the calls in
+        this process, with a warning (module docstring).
     items : sequence
         Arguments, one call each.
     executor : {"serial", "processes", "dask"}
@@ -187,71 +207,197 @@ def _encode(outcome: Outcome) -> bytes:
                                                        f"{type(exc).__name__}: {exc}"), warnings=outcome.warnings))
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """Exit this worker as soon as the process that started it is gone (it was killed, even by SIGKILL)."""
-    while os.getppid() == parent_pid:
-        time.sleep(_PARENT_POLL_SECONDS)
+class _Pickler(pickle.Pickler):
+    """A pickler that notes the module and name of every class and function it pickles by reference."""
+
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.references: set[tuple[str, str, str]] = set()
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType)):
+            self.references.add((obj.__module__, obj.__qualname__, "class" if isinstance(obj, type) else "function"))
+        return NotImplemented  # pickled as usual
+
+
+def _dumps(obj, references: set) -> bytes:
+    buffer = io.BytesIO()
+    pickler = _Pickler(buffer)
+    pickler.dump(obj)
+    references |= pickler.references
+    return buffer.getvalue()
+
+
+def _interactive(references) -> list[str]:
+    """The classes and functions defined in an interactive ``__main__`` (a notebook, the REPL, ``python -c``).
+
+    A new process re-imports a script's ``__main__`` by path (or by module
+    name for ``python -m``), as :mod:`multiprocessing`'s spawn does, but an
+    interactive session has no file to import: what it defined exists only
+    in this process.
+    """
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) or os.path.isfile(getattr(main, "__file__", None) or ""):
+        return []
+    return sorted(f"{what} {name}" for module, name, what in references if module == "__main__")
+
+
+_GUARD = ("run a study from a script only inside its `if __name__ == \"__main__\":` block (each worker imports the "
+          "script; see the error it printed)")
+_WHERE_TO_DEFINE = ("define the encoding classes a study uses at the top level of a module that a new Python process "
+                    "can import (a .py file you import, or a script's top level outside its "
+                    "`if __name__ == \"__main__\":` block) or register them through the poslab.encodings entry point")
+
+
+def _in_this_process(func, items, indices, why: str, advice: str) -> Iterator[tuple[int, Outcome]]:
+    """Run ``items[i]`` for every ``i`` of ``indices`` here, one after the other, saying why the workers could not."""
+    warnings.warn(f"{why}; this process runs {len(indices)} run(s) itself, one after the other. To use worker "
+                  f"processes, {advice}; executor='serial' (--executor serial) runs here without this warning",
+                  UserWarning, stacklevel=3)
+    for index in indices:
+        yield index, _record(func, items[index])
+
+
+def _watch_parent() -> None:
+    """Exit this worker as soon as the main process is gone, however it died (SIGKILL included).
+
+    :func:`multiprocessing.parent_process`'s sentinel is the read end of a
+    pipe whose write end only the main process holds (a process handle on
+    Windows): it becomes ready when the main process exits, whichever start
+    method made this worker (under forkserver its parent pid is the server's).
+    """
+    multiprocessing.connection.wait([multiprocessing.parent_process().sentinel])
     os._exit(1)
 
 
-def _worker(conn, func, parent_pid: int, inherited) -> None:
-    """One worker: receive ``(index, item)``, send back the encoded Outcome; stop on None or a closed pipe."""
-    for other in inherited:  # the main process's ends of the other workers' pipes: not ours to hold open
-        other.close()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the CLI's handler is inherited on fork: TERM must kill
+#: The first message of a worker that has loaded the work (otherwise it sends why it could not).
+_READY = b"ready"
+
+
+def _worker(conn, payload: bytes) -> None:
+    """One worker: load the pickled function, then receive pickled items and send back encoded Outcomes.
+
+    It stops on an empty message or a closed pipe.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # whatever an imported script installed: TERM must kill
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="poslab-parent-watch").start()
+    if os.name == "posix":  # received inheritable: a command an encoding runs must not hold it open
+        os.set_inheritable(conn.fileno(), False)
+    threading.Thread(target=_watch_parent, daemon=True, name="poslab-parent-watch").start()
+    try:
+        func = pickle.loads(payload)
+    except Exception as exc:  # a class this process cannot import
+        conn.send_bytes(pickle.dumps(f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send_bytes(_READY)
     while True:
         try:
-            task = conn.recv()
+            task = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        if task is None:
+        if not task:
             return
-        conn.send_bytes(_encode(_record(func, task)))
+        try:
+            item = pickle.loads(task)
+        except Exception as exc:
+            outcome = Outcome(error=RuntimeError(f"this run could not be loaded in the worker process: "
+                                                 f"{type(exc).__name__}: {exc}"))
+        else:
+            outcome = _record(func, item)
+        conn.send_bytes(_encode(outcome))
+
+
+#: What every worker imports, loaded once by the fork server: its workers are forks of it, not new interpreters.
+#: ``__main__`` (a script, imported by path) is multiprocessing's default; Python versions whose fork server cannot
+#: preload it (CPython issue 126631, 3.11 among them) import it in each worker instead.
+_PRELOAD = ["__main__", "poslab.study.runner"]
+
+
+def _context():
+    """The workers' start method: ``forkserver`` where there is one (POSIX), else ``spawn``; never ``fork``.
+
+    Forking the calling process copies its threads' locks but not its
+    threads: a library's thread pool (scipy.fft's ``workers=-1``, OpenMP, a
+    progress bar's monitor, Dask's IO loop) can leave a lock held, or an
+    at-fork handler waiting on a thread forever, in the caller or the child.
+    The fork server is a fresh interpreter, started once, that has imported
+    only poslab (and a script's ``__main__``); workers are forks of it.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 @dataclasses.dataclass
 class _Slot:
     process: Any
     conn: Any
+    ready: bool = False  # has loaded the work
     index: int | None = None  # the item it is running
 
 
 def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
     """A small supervisor over :mod:`multiprocessing`: it knows which item each worker holds.
 
-    Results come back over one pipe per worker which this process drains as
-    soon as they are ready, so a large result never blocks a worker. A worker
-    that dies is noticed through its process sentinel: its item gets a
-    :class:`WorkerLost` error, a new worker takes its place, and the other
-    items go on. Workers exit when this process dies (they watch their parent)
-    and are terminated when the iteration ends early (an error, Ctrl-C).
+    The function and items are pickled here once, up front. Workers start
+    from a fork server (spawned where there is none), never by forking this
+    process, and each first loads the function. Results come back over one
+    pipe per worker which this process drains as soon as they are ready, so
+    a large result never blocks a worker. A worker that dies is noticed
+    when its pipe closes (only it holds the other end, not the commands it
+    runs): its item gets a :class:`WorkerLost` error, a new worker takes its
+    place, and the other items go on; the fork server's own death costs
+    nothing until a worker must be started, and then it is restarted. A worker that
+    cannot start or load the function is not replaced; items no worker is
+    left to run run here, with a warning (as do all items when the work
+    cannot be pickled or refers to what only an interactive session
+    defines). Workers exit when this process dies (they watch it) and are
+    terminated when the iteration ends early (an error, Ctrl-C).
     """
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    pending = collections.deque(enumerate(items))
+    references: set[tuple[str, str, str]] = set()
+    try:
+        payload = _dumps(func, references)
+        tasks = [_dumps(item, references) for item in items]
+    except Exception as exc:  # a local class, a lambda, an open file
+        yield from _in_this_process(func, items, range(len(items)), f"the study cannot be sent to worker processes "
+                                    f"({type(exc).__name__}: {exc})", _WHERE_TO_DEFINE)
+        return
+    interactive = _interactive(references)
+    if interactive:
+        yield from _in_this_process(func, items, range(len(items)), f"{', '.join(interactive)} "
+                                    f"{'is' if len(interactive) == 1 else 'are'} defined in this interactive session "
+                                    "(a notebook, the REPL, python -c), which worker processes cannot import",
+                                    _WHERE_TO_DEFINE)
+        return
+    ctx = _context()
+    pending = collections.deque(range(len(items)))
     slots: list[_Slot] = []
-    n_workers = min(jobs, len(items))
+    cannot_start: tuple[str, str] | None = None  # why a worker could not start, and what to do
 
-    def start() -> _Slot:
+    def start() -> None:
+        nonlocal cannot_start
         mine, theirs = ctx.Pipe(duplex=True)
-        inherited = [s.conn for s in slots] if ctx.get_start_method() == "fork" else []
-        process = ctx.Process(target=_worker, args=(theirs, func, os.getpid(), inherited), daemon=True,
-                              name="poslab-worker")
-        process.start()
-        theirs.close()
-        slot = _Slot(process, mine)
-        slots.append(slot)
-        return slot
+        process = ctx.Process(target=_worker, args=(theirs, payload), daemon=True, name="poslab-worker")
+        try:
+            process.start()
+        except (OSError, EOFError) as exc:  # the fork server could not be started or reached (or died importing)
+            cannot_start = f"a worker process could not be started ({type(exc).__name__}: {exc})", _GUARD
+            mine.close()
+            return
+        finally:
+            theirs.close()
+        slots.append(_Slot(process, mine))
 
     def assign(slot: _Slot) -> None:
         if pending:
-            slot.index, item = pending.popleft()
+            slot.index = pending.popleft()
             try:
-                slot.conn.send(item)
-            except (OSError, ValueError):  # the worker died before taking it: noticed by its sentinel
+                slot.conn.send_bytes(tasks[slot.index])
+            except (OSError, ValueError):  # the worker died before taking it: noticed when its pipe closes
                 pass
         else:
             slot.index = None
@@ -262,44 +408,56 @@ def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
         slot.process.join(timeout=5)
 
     try:
-        for _ in range(n_workers):
-            assign(start())
-        while any(s.index is not None for s in slots):
-            busy = [s for s in slots if s.index is not None]
-            ready = set(multiprocessing.connection.wait([s.conn for s in busy] + [s.process.sentinel for s in busy]))
-            for slot in busy:
-                outcome = None
-                if slot.conn in ready or (slot.process.sentinel in ready and slot.conn.poll()):
-                    try:
-                        data = slot.conn.recv_bytes()
-                    except (EOFError, OSError):
-                        data = None  # died while sending: lost like any other death
-                    if data is not None:
-                        try:
-                            outcome = pickle.loads(data)
-                        except Exception as exc:
-                            outcome = Outcome(error=RuntimeError(f"the result of this run could not be read back: "
-                                                                 f"{type(exc).__name__}: {exc}"))
-                elif slot.process.sentinel not in ready:
+        for _ in range(min(jobs, len(items))):
+            start()
+        while any(not s.ready or s.index is not None for s in slots):
+            watched = [s for s in slots if not s.ready or s.index is not None]
+            ready = set(multiprocessing.connection.wait([s.conn for s in watched]))
+            for slot in watched:
+                if slot.conn not in ready:
+                    continue
+                try:
+                    data = slot.conn.recv_bytes()
+                except (EOFError, OSError):
+                    data = None  # the worker is gone (only it holds the other end), perhaps while sending
+                if not slot.ready:
+                    if data == _READY:
+                        slot.ready = True
+                        assign(slot)
+                    elif data is not None:  # it could not load the work
+                        cannot_start = f"a worker process could not load the study ({pickle.loads(data)})", \
+                            _WHERE_TO_DEFINE
+                        retire(slot)
+                    else:
+                        retire(slot)
+                        cannot_start = (f"a worker process (pid {slot.process.pid}) "
+                                        f"{_describe_exit(slot.process.exitcode)} before it could load the study",
+                                        _GUARD)
                     continue
                 index = slot.index
-                if outcome is None:  # the worker is gone and its result with it
-                    slot.process.join(timeout=5)
+                if data is None:  # the worker is gone and its result with it
+                    retire(slot)
                     outcome = Outcome(error=WorkerLost(
                         f"the worker process (pid {slot.process.pid}) running this run "
                         f"{_describe_exit(slot.process.exitcode)}; the other runs went on. Run it again, "
                         "with fewer --jobs if memory is short"))
-                    retire(slot)
-                    if pending:
-                        assign(start())
+                    if pending and cannot_start is None:
+                        start()
                 else:
+                    try:
+                        outcome = pickle.loads(data)
+                    except Exception as exc:
+                        outcome = Outcome(error=RuntimeError(f"the result of this run could not be read back: "
+                                                             f"{type(exc).__name__}: {exc}"))
                     assign(slot)
                 yield index, outcome
+        if pending:  # no worker is left to run them
+            yield from _in_this_process(func, items, list(pending), *cannot_start)
     finally:
         for slot in list(slots):
-            if slot.index is None and slot.process.is_alive():
+            if slot.ready and slot.index is None and slot.process.is_alive():
                 try:
-                    slot.conn.send(None)
+                    slot.conn.send_bytes(b"")  # stop
                 except (OSError, ValueError):
                     pass
             else:
