@@ -6,9 +6,12 @@ hurts it as a user or the kernel would; every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -17,7 +20,7 @@ import pytest
 
 from poslab._atomic import TEMPORARY_PATTERN
 
-from .conftest import alive, deadline, descendants, wait_for
+from .conftest import HERE, alive, deadline, descendants, wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process table from /proc")
 
@@ -115,6 +118,25 @@ def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig,
     wait_for(lambda: not any(alive(w) for w in helpers), 5, "workers and helpers to exit")
     assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []
     assert not (tmp_path / "res").exists()
+
+
+def test_a_caller_with_threads_is_never_forked(tmp_path):
+    """Workers start from a fork server, never by forking the caller (whose threads can make a fork hang).
+
+    Regression: a test session hung for ever in ``os.fork()`` of a worker,
+    inside scipy's pocketfft at-fork handler, because earlier analysis in the
+    same process had left pocketfft's thread pool running. The script makes
+    every fork of itself fail at once (see its docstring), with threads and
+    that pool running, and starts workers for two studies and a replacement.
+    """
+    process = subprocess.Popen([sys.executable, str(HERE / "threaded_caller.py")], cwd=tmp_path, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0 and out.strip() == "ok", f"status {process.returncode}\n{out}{err}"
 
 
 def _kill_while_writing(tmp_path, poslab, extra=()):
