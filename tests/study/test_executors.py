@@ -163,3 +163,112 @@ def test_consumer_stopping_early_stops_the_workers():
         gen.close()
         next(gen)
     assert not [c for c in multiprocessing.active_children() if c.name == "poslab-worker"]
+
+
+def _no_workers_left():
+    import multiprocessing
+
+    return not [c for c in multiprocessing.active_children() if c.name == "poslab-worker"]
+
+
+def test_work_that_cannot_be_pickled_runs_here_with_a_warning():
+    def local(x):  # a local function (like a class defined inside a function) cannot be pickled
+        return 2 * x
+
+    with pytest.warns(UserWarning, match=r"cannot be sent to worker processes \(.*local.*\); this process runs 3 run"):
+        out = dict(map_unordered(local, [0, 1, 2], executor="processes", jobs=2))
+    assert {i: o.value for i, o in out.items()} == {0: 0, 1: 2, 2: 4}
+
+
+def test_work_a_worker_cannot_load_runs_here_with_a_warning(monkeypatch):
+    import types
+
+    phantom = types.ModuleType("poslab_phantom")  # importable in this process only, as a class under a script's
+    monkeypatch.setitem(sys.modules, "poslab_phantom", phantom)  # `if __name__ == "__main__":` is
+
+    def triple(x):
+        return 3 * x
+
+    triple.__module__, triple.__qualname__ = "poslab_phantom", "triple"
+    phantom.triple = triple
+    with pytest.warns(UserWarning, match=r"could not load the study \(ModuleNotFoundError: No module named "
+                                         r"'poslab_phantom'\); this process runs 3 run\(s\) itself.*top level"):
+        out = dict(map_unordered(triple, [0, 1, 2], executor="processes", jobs=2))
+    assert {i: o.value for i, o in out.items()} == {0: 0, 1: 3, 2: 6}
+    assert _no_workers_left()
+
+
+INTERACTIVE = """
+import dataclasses, os
+from poslab.encodings import Encoding, register
+from poslab.study import parse_study, run_study
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Mine(Encoding):
+    kind = "mine"
+    stochastic = True
+
+    def _generate(self, n_positions, dim, rng):
+        print("generated in", "this process" if os.getpid() == CALLER else "a worker")
+        return rng.normal(size=(n_positions, dim))
+
+CALLER = os.getpid()
+spec = parse_study({"name": "nb", "n_positions": 64, "dim": 8, "seeds": [0, 1], "analysis": {"n_resamples": 40},
+                    "encodings": [{"kind": "mine"}, {"kind": "sinusoidal"}]})
+print(list(run_study(spec, progress=False, executor="processes", jobs=2).summary["status"]))
+"""
+
+
+def test_a_class_defined_interactively_runs_here_with_a_warning(tmp_path):
+    """A class defined in a notebook (here ``python -c``): workers cannot import it, so its study runs here, saying so."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", INTERACTIVE], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["generated in this process"] * 2 + ["['ok', 'ok', 'ok']"]
+    assert ("class Mine is defined in this interactive session (a notebook, the REPL, python -c), which worker "
+            "processes cannot import; this process runs 3 run(s) itself") in done.stderr
+    assert "entry point" in done.stderr and "executor='serial'" in done.stderr
+
+
+UNGUARDED = """
+from poslab.study.executors import map_unordered
+
+def double(x):
+    return 2 * x
+
+print(sorted((i, o.value) for i, o in map_unordered(double, [0, 1, 2], executor="processes", jobs=2)))
+"""
+
+
+def test_a_script_without_main_guard_runs_here_with_a_warning(tmp_path):
+    """Each worker imports the script that started it (as spawn does): unguarded, it dies; the runs run here."""
+    import subprocess
+
+    (tmp_path / "unguarded.py").write_text(UNGUARDED)
+    done = subprocess.run([sys.executable, "unguarded.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[(0, 0), (1, 2), (2, 4)]"
+    assert "exited with status 1 before it could load the study; this process runs 3 run(s) itself" in done.stderr
+    assert 'inside its `if __name__ == "__main__":` block' in done.stderr
+
+
+def _kill_the_fork_server_first(x):
+    caller, n = x
+    if n == 0 and os.getppid() != caller:  # a fork server's worker: its parent is the server
+        os.kill(os.getppid(), 9)
+    import time
+
+    time.sleep(0.3)
+    return n
+
+
+def test_the_fork_servers_death_costs_no_run():
+    """Workers need the fork server only to start; its death (kill -9) loses nothing, and it is restarted."""
+    items = [(os.getpid(), n) for n in range(4)]
+    out = dict(map_unordered(_kill_the_fork_server_first, items, executor="processes", jobs=2))
+    assert {i: (o.value, o.error) for i, o in out.items()} == {n: (n, None) for n in range(4)}
+    out = dict(map_unordered(abs, [-1, -2, -3], executor="processes", jobs=2))  # a new server starts the workers
+    assert [out[i].value for i in range(3)] == [1, 2, 3]
