@@ -65,6 +65,38 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def session(sid: int) -> list[int]:
+    """Live processes of session ``sid`` (a poslab started in its own session, and whatever it left behind)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[4]) == sid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def _states(pids) -> str:
+    """What each process is doing (for the message of a hang): state, kernel wait channel, signal masks, command."""
+    lines = []
+    for pid in pids:
+        proc = Path(f"/proc/{pid}")
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = (proc / "wchan").read_text()
+            masks = " ".join(line.replace(":\t", " ") for line in (proc / "status").read_text().splitlines()
+                             if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+        except OSError:
+            continue
+        threads = len(list((proc / "task").iterdir()))
+        lines.append(f"pid {pid} state {state} wchan {wchan} threads {threads} {masks} {command}")
+    return "\n".join(lines)
+
+
 def descendants(pid: int) -> list[int]:
     """Live children of ``pid``, their children, and so on (workers are children of the fork server)."""
     found, todo = [], [pid]
@@ -99,8 +131,10 @@ class Poslab:
         try:
             out, err = self.process.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
+            where = _states([self.process.pid, *descendants(self.process.pid)])
             self.kill()
-            raise AssertionError(f"poslab still running after {seconds} s: a hang") from None
+            out, err = self.process.communicate()
+            raise AssertionError(f"poslab still running after {seconds} s: a hang\n{where}\n{out}{err}") from None
         return self.process.returncode, out + err
 
     def kill(self):

@@ -50,7 +50,11 @@ if os.environ.get("POSLAB_FAULT_SLOW_FIGURE"):
 
 
 if __name__ == "__main__":
+    import signal
+
     from poslab.cli import main
 
+    # Ctrl-C as from a terminal, even when the test session runs as a background job (which ignores SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv[0] = "poslab"
     main()
