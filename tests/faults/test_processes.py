@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ import pytest
 
 from poslab._atomic import TEMPORARY_PATTERN
 
-from .conftest import HERE, alive, deadline, descendants, wait_for
+from .conftest import HERE, alive, deadline, descendants, session, wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process table from /proc")
 
@@ -137,6 +138,22 @@ def test_a_caller_with_threads_is_never_forked(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 0 and out.strip() == "ok", f"status {process.returncode}\n{out}{err}"
+
+
+def test_ctrl_c_while_the_fork_server_starts_prints_no_traceback(tmp_path, poslab):
+    """Ctrl-C reaches the whole process group, also the fork server while it imports poslab (a second or two)."""
+    p = poslab(["run", _study(tmp_path, 60.0), "--out", tmp_path / "res", "--jobs", "2", "--no-progress"])
+
+    def fork_server():
+        p.started()  # fails if poslab has exited
+        return [c for c in descendants(p.process.pid) if b"forkserver" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+    wait_for(fork_server, 30, "the fork server to start")
+    os.killpg(p.process.pid, signal.SIGINT)
+    status, output = p.finish(30)
+    assert status == 130 and "Traceback" not in output, output
+    assert "interrupted; nothing half-written was left behind" in output
+    wait_for(lambda: not session(p.process.pid), 10, "the fork server and its workers to exit")
 
 
 def _kill_while_writing(tmp_path, poslab, extra=()):

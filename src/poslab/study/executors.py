@@ -287,26 +287,26 @@ def _worker(conn, payload: bytes) -> None:
         os.set_inheritable(conn.fileno(), False)
     threading.Thread(target=_watch_parent, daemon=True, name="poslab-parent-watch").start()
     try:
-        func = pickle.loads(payload)
-    except Exception as exc:  # a class this process cannot import
-        conn.send_bytes(pickle.dumps(f"{type(exc).__name__}: {exc}"))
-        return
-    conn.send_bytes(_READY)
-    while True:
         try:
+            func = pickle.loads(payload)
+        except Exception as exc:  # a class this process cannot import
+            conn.send_bytes(pickle.dumps(f"{type(exc).__name__}: {exc}"))
+            return
+        conn.send_bytes(_READY)
+        while True:
             task = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        if not task:
-            return
-        try:
-            item = pickle.loads(task)
-        except Exception as exc:
-            outcome = Outcome(error=RuntimeError(f"this run could not be loaded in the worker process: "
-                                                 f"{type(exc).__name__}: {exc}"))
-        else:
-            outcome = _record(func, item)
-        conn.send_bytes(_encode(outcome))
+            if not task:
+                return
+            try:
+                item = pickle.loads(task)
+            except Exception as exc:
+                outcome = Outcome(error=RuntimeError(f"this run could not be loaded in the worker process: "
+                                                     f"{type(exc).__name__}: {exc}"))
+            else:
+                outcome = _record(func, item)
+            conn.send_bytes(_encode(outcome))
+    except (EOFError, OSError):  # the main process is gone or stopped listening: nothing to report to
+        return
 
 
 #: What every worker imports, loaded once by the fork server: its workers are forks of it, not new interpreters.
@@ -328,8 +328,29 @@ def _context():
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_PRELOAD)
+        _start_fork_server()
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def _start_fork_server() -> None:
+    """Start the fork server (once per process) with Ctrl-C ignored, which it keeps through exec and hands on.
+
+    A terminal sends Ctrl-C to the whole process group: the fork server,
+    busy with its imports for a second or two, would die with a traceback,
+    and its workers too while they start. Only this process acts on it (it
+    stops the workers). A Ctrl-C in the few milliseconds this takes is lost.
+    """
+    from multiprocessing import forkserver
+
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        return  # signals can only be set here from the main thread (then start() starts the server)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclasses.dataclass
