@@ -202,3 +202,18 @@ def test_hub_range_reads_decode_exactly_what_the_header_says(tmp_path, raw_safet
     np.testing.assert_array_equal(weights.read("wpe.weight"), table)
     assert requests == [(0, 8), (8 + n + 16, 48)]  # the header length, then only the 48 bytes of the table
     np.testing.assert_array_equal(weights.read("x"), np.array([1.0, 3.140625, -123.5, np.inf], np.float32))
+
+
+def test_refs_main_value_quoted_whole_or_visibly_cut(tmp_path, gpt2_folder, make_cache):
+    """QA: a refs/main value longer than 80 characters was quoted cut short with no mark."""
+    repo = make_cache(tmp_path / "hub", "org/escape", gpt2_folder)
+    value = "../../" + "x" * 60 + "/snapshots/0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs" / "main").write_text(value)
+    with pytest.raises(SourceError) as err:
+        resolve_model(str(repo))
+    assert repr(value) in str(err.value)
+    result = CliRunner().invoke(main, ["inspect", str(repo)])
+    assert result.exit_code == 2 and repr(value) in result.output
+    (repo / "refs" / "main").write_text("y" * 5000)  # a damaged ref: cut, visibly, with its length
+    with pytest.raises(SourceError, match=r"holds 'y{199}… \(5002 characters in all\); expected"):
+        resolve_model(str(repo))

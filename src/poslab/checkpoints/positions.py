@@ -36,6 +36,7 @@ import numpy as np
 
 from .files import FLOAT_DTYPES, TensorInfo
 from .models import Checkpoint, open_checkpoint
+from .sources import quoted
 
 __all__ = ["FAMILIES", "Candidate", "Selection", "select_position_table", "load_position_table"]
 
@@ -345,7 +346,7 @@ def _matches(name: str | None, suffix: str) -> bool:
 
 def _positive(value, what) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config {what} = {value!r}: expected a positive integer")
+        raise ValueError(f"config {what} = {quoted(value)}: expected a positive integer")
     return value
 
 
@@ -354,7 +355,7 @@ def _pair(value, what) -> tuple[int, int]:
         return _positive(value[0], what), _positive(value[1], what)
     if isinstance(value, int) and not isinstance(value, bool):
         return _positive(value, what), value
-    raise ValueError(f"config {what} = {value!r}: expected a positive integer or [height, width]")
+    raise ValueError(f"config {what} = {quoted(value)}: expected a positive integer or [height, width]")
 
 
 def _grid(slot: Slot, cfg: dict, where: str) -> tuple[tuple[int, int], str]:
@@ -435,11 +436,11 @@ def _text_candidate(info, family, slot, cfg, where, rows, role, what) -> Candida
     length = cfg[key] if key else slot.length_default
     source = f"{where}{key}" if key else f"{where}{slot.length_keys[0]} (not in config: transformers' default)"
     if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"config {source} = {length!r} is not a positive integer")
+        raise ValueError(f"config {source} = {quoted(length)} is not a positive integer")
     if slot.offset == "padding":
         pad = cfg.get("pad_token_id", slot.pad_default)
         if not isinstance(pad, int) or isinstance(pad, bool) or pad < 0:
-            raise ValueError(f"config {where}pad_token_id = {pad!r} is not a non-negative integer; "
+            raise ValueError(f"config {where}pad_token_id = {quoted(pad)} is not a non-negative integer; "
                              f"{family.name} positions start at pad_token_id + 1")
         offset = pad + 1
         rule = f"{family.name}: position p is row pad_token_id + 1 + p (transformers' padding_idx + 1)"
@@ -628,7 +629,7 @@ def load_position_table(selection: Selection) -> np.ndarray:
 def describe_selection(selection: Selection) -> str:
     """Human-readable report for ``poslab inspect``."""
     ck = selection.checkpoint
-    rev = f" {ck.model.repo_id}@{ck.model.revision[:12]}" if ck.model.repo_id and ck.model.revision else ""
+    rev = f" {ck.model.repo_id}@{ck.model.revision}" if ck.model.repo_id and ck.model.revision else ""
     head = [f"{ck.path}: {ck.what}{rev}, weights {ck.weights_name}"
             + (f", config.json model_type {selection.model_type!r}" if ck.config is not None else ", no config.json")]
     if selection.candidates:

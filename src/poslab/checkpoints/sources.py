@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 
 __all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of",
-           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name"]
+           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name", "quoted"]
 
 #: weights file names of a Hugging Face model folder, in order of preference.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -47,7 +47,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 WEIGHT_SUFFIXES = (".npy", ".npz", ".safetensors", ".bin", ".pt", ".pth", ".index.json")
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a snapshot name: one path component
+_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")  # a snapshot name: one path component
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")  # a branch, tag or commit (refs/pr/1 has slashes)
 
 
@@ -95,7 +95,7 @@ class ModelSource:
     def label(self) -> str:
         """A short name for messages: the Hub id with its revision, else the path given."""
         if self.repo_id is not None and self.what in ("Hub id",):
-            return f"{self.repo_id}@{self.revision[:12]}" if self.revision else self.repo_id
+            return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
         return self.source
 
     def read_config(self) -> dict | None:
@@ -110,6 +110,16 @@ class ModelSource:
 
 
 # ------------------------------------------------------------------ helpers
+def quoted(value, limit: int = 200) -> str:
+    """``repr(value)`` for a message: whole when it has at most ``limit`` characters, else visibly cut.
+
+    A cut value keeps its first ``limit`` characters, then ``…`` and how long the whole is, so a
+    quoted value is never mistaken for the complete one.
+    """
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters in all)"
+
+
 def read_json(path, what: str = "JSON") -> dict:
     """Parse ``path`` as a JSON object, with a message naming the file whatever goes wrong.
 
@@ -238,7 +248,7 @@ def _snapshot(repo: Path, revision: str | None) -> Path:
         except (OSError, UnicodeDecodeError) as exc:
             raise SourceError(f"cannot read {ref}: {exc}; it should hold a commit hash") from None
         if not _REF.match(commit):
-            raise SourceError(f"{ref} holds {commit[:80]!r}; expected the name of a snapshot in {snapshots} "
+            raise SourceError(f"{ref} holds {quoted(commit)}; expected the name of a snapshot in {snapshots} "
                               "(a commit hash). The cache entry is damaged: download the model again")
         snap = snapshots / commit
         if not snap.is_dir():
