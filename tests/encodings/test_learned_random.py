@@ -61,9 +61,9 @@ def test_files_with_key_and_offset(tmp_path, gpt2_table):
         assert _source(enc, 48)["row_offset"] == 2
     save_file({"a": rows, "b": rows[:10]}, str(tmp_path / "two.safetensors"))
     with pytest.raises(ValueError, match=r"no config.json; no float tensor is named like a position table; choose one "
-                                         r"with key = NAME \(and give offset = ROW OF POSITION 0\). It holds a \(50, 768\) float32; b \(10, 768\) float32"):
+                                         r"with key = NAME \(and give offset = ROW OF POSITION 0\). It holds 2 tensors: a \(50, 768\) float32; b \(10, 768\) float32"):
         make_encoding("learned", source=str(tmp_path / "two.safetensors")).generate(5, 1)
-    with pytest.raises(KeyError, match=r"no tensor 'c' in two.safetensors; it holds: a \(50, 768\) float32; b"):
+    with pytest.raises(KeyError, match=r"no tensor 'c' in two.safetensors; it holds 2 tensors: a \(50, 768\) float32; b"):
         make_encoding("learned", source=str(tmp_path / "two.safetensors"), key="c").generate(5, 1)
     with pytest.raises(FileNotFoundError, match="neither a bundled table"):
         make_encoding("learned", source=str(tmp_path / "missing.npy")).generate(5, 1)

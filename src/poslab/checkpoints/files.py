@@ -39,9 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .sources import SourceError, cache_repo_of, confined, link_problem, plain_name, read_json
+from .sources import SourceError, cache_repo_of, capped, confined, link_problem, plain_name, read_json
 
-__all__ = ["TensorInfo", "list_tensors", "load_tensor", "SUPPORTED_SUFFIXES", "FLOAT_DTYPES", "TORCH_EXTRA"]
+__all__ = ["TensorInfo", "list_tensors", "load_tensor", "tensor_list", "SUPPORTED_SUFFIXES", "FLOAT_DTYPES",
+           "TORCH_EXTRA"]
 
 TORCH_SUFFIXES = (".bin", ".pt", ".pth")
 SUPPORTED_SUFFIXES = (".npy", ".npz", ".safetensors", *TORCH_SUFFIXES, ".index.json")
@@ -80,6 +81,12 @@ class TensorInfo:
 
     def __str__(self):
         return f"{self.key if self.key is not None else '<array>'} {self.shape} {self.dtype}"
+
+
+def tensor_list(infos, limit: int = 20) -> str:
+    """``N tensor(s): name (shape) dtype; ...`` for a message, the first ``limit`` named and the rest counted."""
+    infos = list(infos)
+    return f"{len(infos)} tensor{'s' if len(infos) != 1 else ''}: {capped(infos, limit)}"
 
 
 def _suffix(path: Path) -> str:
@@ -410,14 +417,10 @@ def load_tensor(path, key: str | None = None) -> np.ndarray:
     names = [i.key for i in infos]
     if key is None:
         if len(infos) != 1:
-            raise KeyError(
-                f"{path.name} holds {len(infos)} tensors; choose one with key = ...: "
-                + "; ".join(str(i) for i in infos)
-            )
+            raise KeyError(f"{path.name} holds {tensor_list(infos)}; choose one with key = NAME")
         key = names[0]
     if key not in names:
-        shown = "; ".join(str(i) for i in infos[:40]) + (f"; ... ({len(infos)} in all)" if len(infos) > 40 else "")
-        raise KeyError(f"no tensor {key!r} in {path.name}; it holds: {shown}")
+        raise KeyError(f"no tensor {key!r} in {path.name}; it holds {tensor_list(infos)}")
     info = infos[names.index(key)]
     try:
         if suffix in TORCH_SUFFIXES:

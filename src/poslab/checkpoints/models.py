@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import SUPPORTED_SUFFIXES, TensorInfo, list_tensors, load_tensor
-from .sources import WEIGHT_FILES, ModelSource, link_problem, resolve_model
+from .sources import WEIGHT_FILES, ModelSource, capped, link_problem, resolve_model
 
 __all__ = ["Checkpoint", "open_checkpoint", "WEIGHT_FILES"]
 
@@ -89,7 +89,7 @@ def _no_weights(model: ModelSource) -> FileNotFoundError:
     return FileNotFoundError(
         f"{folder} ({model.what}) holds no weights file poslab reads: expected one of {', '.join(WEIGHT_FILES)}"
         + (f" or a single {'/'.join(SUPPORTED_SUFFIXES)} file (found {', '.join(readable)})" if readable else "")
-        + f"; it holds: {', '.join(p.name for p in held) or 'nothing'}"
+        + f"; it holds: {capped([p.name for p in held], sep=', ') or 'nothing'}"
         + (f" ({'; '.join(links)})" if links else "")
         + ". Nothing is downloaded: fetch the weights first"
     )

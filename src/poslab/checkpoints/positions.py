@@ -34,7 +34,7 @@ import re
 
 import numpy as np
 
-from .files import FLOAT_DTYPES, TensorInfo
+from .files import FLOAT_DTYPES, TensorInfo, tensor_list
 from .models import Checkpoint, open_checkpoint
 from .sources import quoted
 
@@ -322,14 +322,9 @@ class Selection:
             if self.candidates:
                 listed = "Candidates:" + "".join(f"\n  {c.describe()}" for c in self.candidates)
             else:
-                listed = f"It holds {_some(self.tensors)}"
+                listed = f"It holds {tensor_list(self.tensors)}"
             raise ValueError(f"{self.checkpoint.path}: {self.reason}. {listed}")
         return self.chosen
-
-
-def _some(tensors, limit=40) -> str:
-    shown = "; ".join(str(i) for i in tensors[:limit])
-    return shown + (f"; ... ({len(tensors)} in all)" if len(tensors) > limit else "")
 
 
 def _table_rows(shape) -> int | None:
@@ -552,7 +547,7 @@ def select_position_table(path, key: str | None = None) -> Selection:
         info = next((i for i in tensors if i.key == key), None)
         if info is None:
             listed = ("position candidates: " + "; ".join(str(c.tensor) for c in candidates) if candidates
-                      else f"it holds: {_some(tensors)}")
+                      else f"it holds {tensor_list(tensors)}")
             raise KeyError(f"no tensor {key!r} in {ckpt.weights_name}; {listed}")
         cand = _explicit(info, family, config)
         if cand.role == "name match" and ckpt.config is None and str(ckpt.weights_name).endswith((".npy", ".npz")):
@@ -600,14 +595,15 @@ def select_position_table(path, key: str | None = None) -> Selection:
             candidates.append(cand)
         return done(cand, f"{why}; the file holds this one tensor, but which row holds position 0 is unknown")
     usable = [c for c in candidates if c.usable]
+    plain = ckpt.config is None and str(ckpt.weights_name).endswith((".npy", ".npz"))  # a chosen array: _PLAIN_RULE
+    give = "" if plain else " (and give offset = ROW OF POSITION 0)"
     if len(usable) == 1:
         return done(usable[0], f"{why}; the only float tensor named like a position table, but which row holds "
                                "position 0 is unknown")
     if usable:
         return done(None, f"{why}; {len(usable)} float tensors are named like a position table: ambiguous, "
-                          "choose one with key = NAME (and give offset = ROW OF POSITION 0)")
-    return done(None, f"{why}; no float tensor is named like a position table; choose one with key = NAME "
-                      "(and give offset = ROW OF POSITION 0)")
+                          f"choose one with key = NAME{give}")
+    return done(None, f"{why}; no float tensor is named like a position table; choose one with key = NAME{give}")
 
 
 def load_position_table(selection: Selection) -> np.ndarray:
@@ -636,7 +632,7 @@ def describe_selection(selection: Selection) -> str:
         head.append("candidate position tensors (* = used):")
         head += [f"  {'*' if c == selection.chosen else ' '} {c.describe()}" for c in selection.candidates]
     else:
-        head.append("candidate position tensors: none")
+        head.append(f"candidate position tensors: none; {ck.weights_name} holds {tensor_list(selection.tensors)}")
     if selection.chosen is not None:
         c = selection.chosen
         head.append(f"used: {c.key if c.key is not None else '<array>'} — {selection.reason}")

@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 
 __all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of",
-           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name", "quoted"]
+           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name", "quoted", "capped"]
 
 #: weights file names of a Hugging Face model folder, in order of preference.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -118,6 +118,13 @@ def quoted(value, limit: int = 200) -> str:
     """
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters in all)"
+
+
+def capped(items, limit: int = 20, sep: str = "; ") -> str:
+    """The first ``limit`` of ``items`` (as text) joined by ``sep``, then ``… and N more`` if there are more."""
+    items = [str(i) for i in items]
+    more = f"{sep}… and {len(items) - limit} more" if len(items) > limit else ""
+    return sep.join(items[:limit]) + more
 
 
 def read_json(path, what: str = "JSON") -> dict:
