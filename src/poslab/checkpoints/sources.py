@@ -38,7 +38,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of",
+__all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of", "snapshot_of",
            "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name", "quoted", "capped"]
 
 #: weights file names of a Hugging Face model folder, in order of preference.
@@ -65,7 +65,7 @@ class ModelSource:
         What the user wrote.
     what : str
         ``config file``, ``weights file``, ``model folder``, ``Hugging Face cache snapshot``,
-        ``Hugging Face cache repo`` or ``Hub id``.
+        ``model folder in a Hugging Face cache snapshot``, ``Hugging Face cache repo`` or ``Hub id``.
     root : Path or None
         The folder (model folder, or a cache repo ``models--ORG--NAME``)
         every derived path lies in; None only for a Hub id with nothing cached.
@@ -75,7 +75,7 @@ class ModelSource:
         The file holding the tensors (an ``*.index.json`` for a sharded
         checkpoint), if there is one on disk.
     repo_id : str or None
-        ``ORG/NAME`` for a Hub id or a cache entry.
+        ``ORG/NAME`` for a Hub id or a cache entry (anything inside ``models--ORG--NAME``).
     revision : str or None
         The snapshot (a commit hash) read, for a Hub id or a cache entry.
     requested_revision : str or None
@@ -180,6 +180,19 @@ def cache_repo_of(path: Path) -> Path | None:
     return None
 
 
+def snapshot_of(path) -> tuple[str, str] | None:
+    """(repo id ``ORG/NAME``, snapshot name) of a path inside ``models--ORG--NAME/snapshots/REV``, else None.
+
+    The snapshot name is the commit the cache entry was downloaded at (huggingface_hub names
+    snapshot folders by commit hash).
+    """
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].startswith("models--"):
+            return _repo_id(Path(*parts[:i])), parts[i + 1]
+    return None
+
+
 def confined(path: Path, root: Path, *, what: str) -> Path:
     """``path`` itself, after checking that it lies inside ``root`` once symlinks are followed.
 
@@ -280,6 +293,12 @@ def _refs(repo: Path) -> list[str]:
 def _repo_id(repo: Path) -> str | None:
     name = repo.name.removeprefix("models--")
     return name.replace("--", "/") if name != repo.name else None
+
+
+def _provenance(path: Path) -> dict:
+    """repo_id and revision of a path inside a cache snapshot (a file or a subfolder of one), else nothing."""
+    snap = snapshot_of(path)
+    return dict(repo_id=snap[0], revision=snap[1]) if snap else {}
 
 
 def _weights_in(folder: Path, root: Path, root_what: str) -> Path | None:
@@ -408,7 +427,7 @@ def resolve_model(source) -> ModelSource:
     if path.is_file():
         repo = cache_repo_of(path.parent)
         root, root_what = (repo, "cache repo") if repo else (path.parent, "model folder")
-        hub = dict(repo_id=_repo_id(repo), revision=path.parent.name) if repo else {}
+        hub = _provenance(path)
         if path.name == "config.json" or (path.suffix == ".json" and not path.name.endswith(".index.json")):
             return ModelSource(text, "config file", root, path, _weights_in(path.parent, root, root_what), **hub)
         if not path.name.endswith(WEIGHT_SUFFIXES):
@@ -421,6 +440,10 @@ def resolve_model(source) -> ModelSource:
             return _cache_folder(text, path)
         if cache_repo_of(path) is not None and path.parent.name == "snapshots":
             return _cache_folder(text, path)
+        repo = cache_repo_of(path)
+        if repo is not None:  # a model in a subfolder of a snapshot: its files link into the repo's blobs/
+            return _folder_source(text, path, "model folder in a Hugging Face cache snapshot", repo, "cache repo",
+                                  **_provenance(path))
         return _folder_source(text, path, "model folder", path, "model folder")
     hub = parse_hub_id(text)
     if hub is not None:
