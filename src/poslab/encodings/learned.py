@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bu
 from .base import Encoding, ParameterError
 from .registry import register
 
-__all__ = ["Learned", "LearnedTable", "load_learned", "load_learned_table"]
+__all__ = ["Learned", "LearnedTable", "load_learned", "load_learned_table", "table_sha256"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,11 @@ class LearnedTable:
         The convention that maps rows to positions: a family's (``offset`` detected, a different
         ``offset`` is an error), or a stated generic rule with ``offset`` None (row p is position p
         unless ``offset`` is given). Empty when none applies: ``offset`` must then be given.
+    repo_id, revision : str or None
+        The Hugging Face repo ``ORG/NAME`` and the snapshot commit read, for a Hub id or a cache
+        entry (see :func:`poslab.checkpoints.resolve_model`); None for other sources.
+    sha256 : str
+        Fingerprint of the stored values (:func:`table_sha256`), whatever the source.
     """
 
     table: np.ndarray
@@ -58,6 +64,23 @@ class LearnedTable:
     prefix_tokens: int | None = None
     reason: str = ""
     rule: str = ""
+    repo_id: str | None = None
+    revision: str | None = None
+    sha256: str = ""
+
+    def __post_init__(self):
+        if not self.sha256:
+            object.__setattr__(self, "sha256", table_sha256(self.table))
+
+
+def table_sha256(table) -> str:
+    """SHA-256 (hex) of a table's values as little-endian float64 in C order, every stored row.
+
+    The same stored values give the same fingerprint whatever the file format or dtype they
+    were stored in (float16, bfloat16 and float32 widen to float64 exactly); recompute it with
+    ``hashlib.sha256(numpy.asarray(table, "<f8").tobytes()).hexdigest()``.
+    """
+    return hashlib.sha256(np.ascontiguousarray(table, dtype="<f8").tobytes()).hexdigest()
 
 
 def _fingerprint(path: Path) -> tuple:
@@ -112,8 +135,9 @@ def _load_cached(source: str, key: str | None, step: int | None, fingerprint: tu
     chosen = selection.require()
     table = _readonly(load_position_table(selection), f"{path.name}[{chosen.key}]" if chosen.key else path.name)
     tensor = chosen.key if chosen.key is not None else selection.checkpoint.weights_name
+    model = selection.checkpoint.model
     return LearnedTable(table, tensor, chosen.tensor.dtype, chosen.offset, chosen.grid, chosen.prefix_tokens,
-                        selection.reason, chosen.rule)
+                        selection.reason, chosen.rule, model.repo_id, model.revision)
 
 
 def load_learned(source: str, key: str | None = None, step: int | None = None) -> LearnedTable:

@@ -31,6 +31,7 @@ from .decay import DECAY_METRICS  # noqa: E402
 from .bands import BAND_WIDTH, BANDS  # noqa: E402
 from .bootstrap import BOOTSTRAP  # noqa: E402
 from . import envelope  # noqa: E402,F401
+from . import source  # noqa: E402,F401
 from .learned import GRID_MAPS, GRID_PROFILES  # noqa: E402
 from .rope import INV_FREQ, ROPE_DECAY  # noqa: E402
 from .comparison import COMPARISON, COMPARISON_PAIRS  # noqa: E402
