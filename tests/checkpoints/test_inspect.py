@@ -31,3 +31,55 @@ def test_tensor_listing_is_capped_with_a_count(tmp_path, wpe):
     out = inspect(path)
     assert out.exit_code == 2 and "holds 150 tensors: t000 (2, 4) float32;" in out.output
     assert "t019 (2, 4)" in out.output and "t020 (2, 4)" not in out.output and "… and 130 more" in out.output
+
+
+def _study_refusal(source) -> str | None:
+    """What a one-entry study on ``learned source = SOURCE`` says when it refuses (None when it parses)."""
+    from poslab.study import StudyError, parse_study
+
+    data = {"name": "q", "n_positions": 2, "dim": 8, "encodings": [{"kind": "learned", "source": str(source)}]}
+    try:
+        parse_study(data)
+    except StudyError as exc:
+        return str(exc).split("(kind = 'learned'): ", 1)[1]
+    return None
+
+
+def test_inspect_refuses_whatever_a_study_refuses_with_the_same_message(tmp_path, make_model, wpe):
+    """QA: a model_type 'mystery' checkpoint exited 0 from inspect; the study refused it (offset unknown)."""
+    cases = {
+        "mystery": make_model(tmp_path / "mystery", {"model_type": "mystery", "max_position_embeddings": 16},
+                              {"embeddings.position_embeddings.weight": wpe[:16, :8]}),
+        "no config": make_model(tmp_path / "bare", None, {"a.position_embeddings.weight": wpe[:16, :8]}),
+        "grid too large": make_model(tmp_path / "vit", {"model_type": "vit", "image_size": 32, "patch_size": 8},
+                                     {"embeddings.position_embeddings": wpe[None, :10, :8]}),
+        "gpt2": make_model(tmp_path / "gpt2", {"model_type": "gpt2", "n_positions": 16}, {"wpe.weight": wpe[:16, :8]}),
+    }
+    refused = set()
+    for name, folder in cases.items():
+        refusal, out = _study_refusal(folder), inspect(folder)
+        assert out.exit_code == (0 if refusal is None else 2), (name, refusal, out.output)
+        assert refusal is None or refusal in out.output, (name, refusal, out.output)
+        assert "Traceback" not in out.output
+        refused |= {name} if refusal else set()
+    assert refused == {"mystery", "grid too large"}  # a lone tensor without config: the stated rule, row p = p
+
+
+def test_inspect_shows_how_rotary_reads_a_config(tmp_path):
+    """A config.json alone is no learned table (exit 2), but inspect says how rotary config = reads it, or why not."""
+    import json
+
+    good, bad = tmp_path / "llama", tmp_path / "broken"
+    good.mkdir(), bad.mkdir()
+    (good / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                                                  "rope_theta": 500000.0}))
+    (bad / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 0}))
+    out = inspect(good)
+    assert out.exit_code == 2 and "holds no weights file" in out.output
+    assert "rope_type 'default', rope_theta 500000, head_dim 16" in out.output
+    from poslab.encodings import make_encoding
+
+    with pytest.raises(ValueError) as refused:
+        make_encoding("rotary", config=str(bad))
+    out = inspect(bad)
+    assert out.exit_code == 2 and f"refused: {refused.value}" in out.output

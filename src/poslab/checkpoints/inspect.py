@@ -67,7 +67,7 @@ def inspect_source(source, key: str | None = None) -> str:
     if text in BUNDLED_TABLES and not Path(text).exists():
         if key is not None:
             raise ValueError(f"bundled table {text!r} holds one tensor; remove --key")
-        return _bundled(text)
+        return _bundled(text) + _learned_check(text, key)
     if Path(text).exists() and is_training_run(text):
         run = open_training_run(text)
         lines = [f"{Path(text)}: poslab training run, {len(run.steps)} saved step(s)"]
@@ -76,8 +76,73 @@ def inspect_source(source, key: str | None = None) -> str:
             lines.append(f"  step {step}: {file.relative_to(run.path)}" + ("" if file.is_file() else "  MISSING"))
         lines.append('used: the table of the step given as step = N (or step = "all" in a study file: every step)')
         return "\n".join(lines)
-    selection = select_position_table(text, key)
+    try:
+        selection = select_position_table(text, key)
+    except (OSError, KeyError, ValueError) as exc:
+        rotary = _rotary_reading(text)
+        if rotary is None:
+            raise
+        raise NoTableError(rotary, exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
     report = describe_selection(selection)
     if selection.chosen is None:
-        raise NoTableError(report, selection.reason)
-    return report
+        rotary = _rotary_reading(text)
+        raise NoTableError(report + (f"\n{rotary}" if rotary else ""), selection.reason)
+    return report + _provenance(selection.checkpoint.model) + _learned_check(text, key)
+
+
+def _provenance(model) -> str:
+    """The Hub repo and snapshot commit read (the summary's source_repo / source_revision), if any."""
+    if model.repo_id is None:
+        return ""
+    asked = model.requested_revision
+    how = f" (refs/{asked})" if asked and asked != model.revision else ""
+    return f"\nHub repo {model.repo_id}, revision {model.revision}{how}"
+
+
+def _learned_check(text: str, key: str | None) -> str:
+    """The table's fingerprint, after the checks a study's parse runs on ``learned source = text``.
+
+    One code path with the study: the ``learned`` encoding is built and sized like any study entry
+    (n_positions = 1 is the smallest window, so whatever it refuses, every study refuses).
+
+    Raises
+    ------
+    NoTableError
+        A study would refuse this source; the reason is the study's own message.
+    """
+    from ..encodings.learned import Learned
+
+    try:
+        enc = Learned(source=text, key=key)
+        enc.check_size(1, 1)
+    except (OSError, KeyError, ValueError) as exc:
+        raise NoTableError(_report_so_far(text, key), exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
+    return f"\ntable sha256 {enc.stored().sha256}"
+
+
+def _report_so_far(text: str, key: str | None) -> str:
+    """The report without the study's checks (for a refusal found by them)."""
+    if text in BUNDLED_TABLES and not Path(text).exists():
+        return _bundled(text)
+    selection = select_position_table(text, key)
+    return describe_selection(selection) + _provenance(selection.checkpoint.model)
+
+
+def _rotary_reading(text: str) -> str | None:
+    """How ``rotary config = text`` reads the source's config.json (or refuses it); None without a config.json.
+
+    The rotary encoding's own parse check, as a study entry runs it.
+    """
+    from ..encodings.model_config import config_path
+    from ..encodings.rotary import Rotary
+
+    try:
+        config_path(text)
+    except ValueError:
+        return None
+    try:
+        cfg = Rotary(config=text).read_config()
+    except ValueError as exc:
+        return f"as rotary config = {text!r}: refused: {exc}"
+    width = f"head_dim {cfg.head_dim}" if cfg.head_dim is not None else "head width: the study's dim"
+    return f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}"
