@@ -40,8 +40,12 @@ COMPARISON_PAIRS = Table(
         Column("fit_difference_ci_high", "float", "positions", "fit (Wald) interval of the difference, high end"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0"),
-        Column("verdict", "str", "", "longer, shorter, not distinguishable, not comparable (a label without a decay "
-               "length) or different windows (decay lengths depend on the window: not compared)"),
+        Column("verdict", "str", "", "not comparable (a label has no decay length: the difference is not defined), "
+               "different windows (both have one, analysed over different windows: not compared, a decay length "
+               "depends on the window), not comparable (an interval of the difference is missing), else longer, "
+               "shorter or not distinguishable; checked in this order"),
+        Column("reason", "str", "", "why the verdict, e.g. 'random has no decay length (no decay model accepted: "
+               "flat for every model)' or which interval of the difference includes 0"),
     ),
     keys="short",
 )

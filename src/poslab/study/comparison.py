@@ -53,7 +53,7 @@ from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FR
 from ..analysis.decay import MIN_AIC_GAIN
 from .spec import StudyWarning
 
-__all__ = ["compare_runs", "seed_bootstrap"]
+__all__ = ["compare_runs", "pair_verdict", "seed_bootstrap"]
 
 
 def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5, 0.0),
@@ -116,15 +116,92 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
     return fits, result, distance, pooled
 
 
-def _fit_se(metrics, label, seed) -> float:
-    """decay_length_se of the selected profile fit of one run (NaN if none)."""
-    if metrics is None or not len(metrics) or "decay_length_se" not in metrics:
+def _run_fits(metrics, label, seed) -> pd.DataFrame:
+    """The profile fits of one run in ``decay_metrics`` (no rows when absent)."""
+    if metrics is None or not len(metrics) or "label" not in metrics:
+        return pd.DataFrame(columns=["model", "status", "selected", "decay_length_se"])
+    mine = metrics[(metrics["label"] == label) & ((metrics["seed"] == seed) if pd.notna(seed) else metrics["seed"].isna())]
+    return mine[mine["target"] == "profile"] if "target" in mine else mine
+
+
+def _fit_se(fits: pd.DataFrame) -> float:
+    """decay_length_se of the selected fit among one run's profile fits (NaN if none)."""
+    if "decay_length_se" not in fits or "selected" not in fits:
         return math.nan
-    mine = metrics[(metrics["label"] == label) & metrics["selected"].astype(bool)
-                   & ((metrics["seed"] == seed) if pd.notna(seed) else metrics["seed"].isna())]
-    if "target" in mine:
-        mine = mine[mine["target"] == "profile"]
-    return float(mine["decay_length_se"].iloc[0]) if len(mine) else math.nan
+    chosen = fits[fits["selected"].astype(bool)]
+    return float(chosen["decay_length_se"].iloc[0]) if len(chosen) else math.nan
+
+
+def _why_no_decay_length(statuses) -> str:
+    """Why a label has no decay length, from the statuses of its decay fits ("flat for every model", ...)."""
+    statuses = [str(s) for s in statuses if isinstance(s, str) and s]
+    if not statuses:
+        return "no decay model was fitted"
+    counts = pd.Series(statuses).value_counts(sort=False)
+    if len(counts) == 1:
+        return f"no decay model accepted: {counts.index[0]} for every model"
+    return "no decay model accepted: " + ", ".join(f"{status} ({n} models)" if n > 1 else status
+                                                   for status, n in counts.items())
+
+
+def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple[str, str]:
+    """The verdict on ``a["decay_length"] - b["decay_length"]`` and its reason, checked in this order.
+
+    1. ``not comparable``: a label has no decay length (the reason is ``why``,
+       e.g. "flat for every model", or ``out_of_range``: not reached within
+       the fitted distances); the difference is not defined.
+    2. ``different windows``: both have one, but were analysed up to a
+       different ``max_distance``; a decay length depends on the window.
+    3. ``not comparable``: an interval of the difference is missing (no
+       bootstrap, too few seeds, refits failed, no fit standard error).
+    4. ``longer`` / ``shorter``: the bootstrap and the fit interval of the
+       difference both lie above / below 0; else ``not distinguishable``.
+
+    Parameters
+    ----------
+    a, b : dict
+        Rows of ``comparison``: ``label``, ``decay_length``, ``max_distance``,
+        ``fit_se``; ``why`` (text: why there is no decay length) and
+        ``no_interval`` (text: why no replicates are there, or empty).
+    difference_ci, fit_difference_ci : (float, float)
+        Bootstrap (paired replicates) and fit (Wald) interval of the difference (positions; NaN: none).
+
+    Returns
+    -------
+    (verdict, reason) : (str, str)
+    """
+    missing = [f"{r['label']} has no decay length ({r.get('why') or 'no decay model selected'})"
+               for r in (a, b) if not np.isfinite(r["decay_length"])]
+    if missing:
+        return "not comparable", "; ".join(missing)
+    if a["max_distance"] != b["max_distance"]:
+        return "different windows", (f"analysed up to distance {a['max_distance']} and {b['max_distance']}: a decay "
+                                     "length depends on the window, compare band widths instead")
+    low, high = difference_ci
+    fit_low, fit_high = fit_difference_ci
+    if not (np.isfinite(low) and np.isfinite(high)):
+        gaps = [f"{r['label']}: {r['no_interval']}" for r in (a, b) if r.get("no_interval")]
+        return "not comparable", "no bootstrap interval of the difference (" + (
+            "; ".join(gaps) if gaps else "the paired replicates have no finite percentile interval") + ")"
+    if not (np.isfinite(fit_low) and np.isfinite(fit_high)):
+        gaps = [r["label"] for r in (a, b) if not np.isfinite(r["fit_se"])]
+        return "not comparable", f"no fit interval of the difference (no standard error of the decay length of " \
+                                 f"{' and '.join(gaps) or 'either label'})"
+    if low > 0 and fit_low > 0:
+        return "longer", "the bootstrap and the fit interval of the difference both lie above 0"
+    if high < 0 and fit_high < 0:
+        return "shorter", "the bootstrap and the fit interval of the difference both lie below 0"
+    inside = [name for name, (lo, hi) in (("bootstrap", (low, high)), ("fit", (fit_low, fit_high))) if lo <= 0 <= hi]
+    if len(inside) == 2:
+        return "not distinguishable", "the bootstrap and the fit interval of the difference both include 0"
+    if inside:
+        return "not distinguishable", f"the {inside[0]} interval of the difference includes 0"
+    return "not distinguishable", "the bootstrap and the fit interval of the difference lie on opposite sides of 0"
+
+
+def _notes(notes: pd.DataFrame, label: str) -> dict:
+    row = notes.loc[label]
+    return {k: (v if isinstance(v, str) else "") for k, v in row.items()}
 
 
 def _label_seed(label: str) -> int:
@@ -154,12 +231,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     = decay_length − other_decay_length with its bootstrap interval
     ``difference_ci_low`` / ``_ci_high`` and its fit interval
     ``fit_difference_ci_low`` / ``_ci_high``, ``exceeds_uncertainty`` (both
-    intervals exclude 0) and
-    ``verdict``: ``longer``, ``shorter``, ``not distinguishable``, ``not
-    comparable`` (a label without a decay length) or ``different windows``
-    (the two were analysed up to different ``max_distance``; decay lengths
-    depend on the window, so they are not compared)). Empty dict when no run
-    succeeded.
+    intervals exclude 0), ``verdict`` and ``reason`` (:func:`pair_verdict`)).
+    Empty dict when no run succeeded.
     """
     summary = tables.get("summary", pd.DataFrame())
     if not len(summary) or "status" not in summary or not (summary["status"] == "ok").any():
@@ -185,10 +258,17 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             enough = math.comb(2 * len(seeds) - 1, len(seeds)) >= min_replicates(level)
             row |= {"selected_model": best.model if best else "none",
                     "decay_length": best.decay_length if best else math.nan,
+                    "why": _why_no_decay_length(f.status for f in fits.fits),
                     "fit_se": best.decay_length_se if best else math.nan,
                     "decay_length_ci_low": result.decay_length_ci[0] if enough else math.nan,
                     "decay_length_ci_high": result.decay_length_ci[1] if enough else math.nan,
                     "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
+            if not n_resamples:
+                row["no_interval"] = "no bootstrap (n_resamples = 0)"
+            elif not enough:
+                row["no_interval"] = f"{len(seeds)} seeds are too few for an interval across seeds"
+            elif best is not None and not np.isfinite(result.decay_length_ci).all():
+                row["no_interval"] = "too many of its bootstrap refits failed"
             if enough:
                 replicates[label] = result.decay_lengths
             elif best is not None:  # an interval was left empty: say so where it happens, not for every study
@@ -199,8 +279,9 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                               f"interval in summary.csv stands). Use at least {need} seeds", StudyWarning, stacklevel=2)
         else:
             run = runs.iloc[0]
+            fits = _run_fits(tables.get("decay_metrics"), label, run["seed"])
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
-                    "fit_se": _fit_se(tables.get("decay_metrics"), label, run["seed"]),
+                    "fit_se": _fit_se(fits), "why": _why_no_decay_length(fits["status"]),
                     "decay_length_ci_low": run.get("decay_length_ci_low", math.nan),
                     "decay_length_ci_high": run.get("decay_length_ci_high", math.nan),
                     "ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
@@ -209,8 +290,15 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 mine = boot[(boot["label"] == label) & ((boot["seed"] == run["seed"]) if pd.notna(run["seed"])
                                                         else boot["seed"].isna())]
                 replicates[label] = mine.sort_values("resample")["decay_length"].to_numpy(dtype=float)
+            if not int(row["n_resamples"] if pd.notna(row["n_resamples"]) else 0):
+                row["no_interval"] = "no bootstrap (n_resamples = 0)"
+            elif label in replicates and np.isnan(replicates[label]).sum() > options.max_failed_fraction * \
+                    replicates[label].size:
+                row["no_interval"] = "too many of its bootstrap refits failed"
         rows.append(row)
     comparison = pd.DataFrame(rows)
+    notes = comparison.reindex(columns=["label", "why", "no_interval"]).set_index("label")  # for the verdicts only
+    comparison = comparison.drop(columns=["why", "no_interval"], errors="ignore")
     comparison["decay_length"] = comparison["decay_length"].astype(float)
     # decay lengths depend on the analysed window (README): labels are ranked only against those analysed over
     # the same one (rank 1 = longest within its max_distance), the longest window first
@@ -230,22 +318,18 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             low, high = percentile_interval(ra[:m] - rb[:m], level)
         half = z * math.hypot(a["fit_se"], b["fit_se"])
         fit_low, fit_high = diff - half, diff + half
-        # decay lengths depend on the analysed window (README): different windows are not compared
-        same_window = a["max_distance"] == b["max_distance"]
-        comparable = same_window and all(np.isfinite(v) for v in (diff, low, high, fit_low, fit_high))
-        longer, shorter = comparable and low > 0 and fit_low > 0, comparable and high < 0 and fit_high < 0
-        exceeds = bool(longer or shorter)
-        verdict = ("different windows" if not same_window else "not comparable" if not comparable
-                   else "longer" if longer else "shorter" if shorter else "not distinguishable")
+        verdict, reason = pair_verdict({**a, **_notes(notes, a["label"])}, {**b, **_notes(notes, b["label"])},
+                                       difference_ci=(low, high), fit_difference_ci=(fit_low, fit_high))
+        exceeds = verdict in ("longer", "shorter")
         pairs.append({"study": spec.name, "label": a["label"], "kind": a["kind"], "seed": pd.NA,
                       "other_label": b["label"], "other_kind": b["kind"], "decay_length": a["decay_length"],
                       "other_decay_length": b["decay_length"], "difference": diff, "difference_ci_low": low,
                       "difference_ci_high": high, "fit_difference_ci_low": fit_low,
                       "fit_difference_ci_high": fit_high, "ci_level": level, "exceeds_uncertainty": exceeds,
-                      "verdict": verdict})
+                      "verdict": verdict, "reason": reason})
     pairs = pd.DataFrame(pairs, columns=["study", "label", "kind", "seed", "other_label", "other_kind",
                                          "decay_length", "other_decay_length", "difference", "difference_ci_low",
                                          "difference_ci_high", "fit_difference_ci_low", "fit_difference_ci_high",
-                                         "ci_level", "exceeds_uncertainty", "verdict"])
+                                         "ci_level", "exceeds_uncertainty", "verdict", "reason"])
     pairs["seed"] = pairs["seed"].astype("Int64")
     return {"comparison": comparison, "comparison_pairs": pairs}
