@@ -226,9 +226,12 @@ def encodings():
 def plot(results):
     """Redraw the figures of a finished RESULTS folder from its CSV tables.
 
-    Afterwards every figure in the folder is drawn from the current tables: a
-    figure whose tables are gone, or that fails, is removed (and named).
-    Exit status 1 if a figure failed, 2 if the tables cannot be read.
+    It needs every table the study wrote (manifest.json lists them): a missing
+    one is refused, naming the file and the figures drawn from it, and the
+    folder is left as it was. Afterwards every figure in the folder is drawn
+    from the current tables: one they no longer draw, or that fails, is
+    removed (and named). Exit status 1 if a figure failed, 2 if a table is
+    missing or cannot be read.
     """
     from .study import read_results, write_figures
     from .study.results import FIGURES, figure_title, read_manifest, record_figures

@@ -294,12 +294,14 @@ def test_plot_with_a_broken_manifest_or_text_in_a_number_column(tmp_path):
     assert "column mean_similarity must hold numbers, but row 5 holds 'abc'" in result.output
 
 
-def test_plot_removes_a_figure_whose_table_is_gone(tmp_path):
+def test_plot_removes_a_figure_its_tables_no_longer_draw(tmp_path):
+    """A figure the current tables do not draw is removed, never left looking current (a table that is gone
+    altogether is refused: tests/plots/test_plot_missing_tables.py)."""
     text = SMALL + '\n[[encodings]]\nkind = "sinusoidal"\nbase = 100\n'
     assert _invoke(["run", _study(tmp_path, text), "--out", tmp_path / "res", "--no-progress"]).exit_code == 0
     out = tmp_path / "res"
     assert (out / "decay_lengths.png").is_file()
-    (out / "comparison.csv").unlink()
+    pd.read_csv(out / "comparison.csv").iloc[:0].to_csv(out / "comparison.csv", index=False)  # no rows left
     result = _invoke(["plot", out])
     assert result.exit_code == 0, result.output
     assert "removed stale decay_lengths.png" in result.output and not (out / "decay_lengths.png").exists()

@@ -28,21 +28,28 @@ from matplotlib.ticker import MaxNLocator
 from ..stages.heatmap import HEATMAPS
 from ..stages.profile import PROFILES
 
-__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES"]
+__all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES",
+           "FIGURE_TABLES"]
 
 #: file name -> function(tables, title) returning a Figure, or None to skip (see :func:`study_figure`).
 STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {}
+#: file name -> names of the tables the figure is drawn from (see :func:`study_figure`).
+FIGURE_TABLES: dict[str, tuple[str, ...]] = {}
 
 
-def study_figure(filename: str):
+def study_figure(filename: str, tables: tuple[str, ...]):
     """Decorator: ``draw(tables, title) -> Figure | None`` draws the study figure ``filename`` from the tables.
 
-    It returns None when the tables it needs are absent or empty; ``poslab
-    run`` and ``poslab plot`` then skip the figure.
+    ``tables`` names the tables it reads. It returns None when they are
+    absent or empty (a study without rotary runs writes no ``inv_freq``);
+    ``poslab run`` and ``poslab plot`` then skip the figure. ``poslab plot``
+    refuses a folder that lacks a table its study wrote, naming the figures
+    drawn from it.
     """
     def register(draw):
         if STUDY_FIGURES.setdefault(filename, draw) is not draw:
             raise ValueError(f"two study figures are named {filename}")
+        FIGURE_TABLES[filename] = tuple(tables)
         return draw
 
     return register
@@ -331,13 +338,13 @@ def save_figure(fig, path, *, dpi=150) -> None:
         pyplot.close(fig)
 
 
-@study_figure("similarity_heatmaps.png")
+@study_figure("similarity_heatmaps.png", tables=("heatmaps",))
 def heatmaps_figure(tables, title=None):
     """The block-averaged similarity matrices of every run (None without heatmaps)."""
     return plot_similarity_heatmaps(tables["heatmaps"], title=title) if _nonempty(tables, "heatmaps") else None
 
 
-@study_figure("decay_curves.png")
+@study_figure("decay_curves.png", tables=("profiles", "summary"))
 def decay_figure(tables, title=None):
     """The similarity profiles with their selected fits and decay lengths (None without profiles)."""
     if not _nonempty(tables, "profiles"):
@@ -345,7 +352,7 @@ def decay_figure(tables, title=None):
     return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title)
 
 
-@study_figure("first_minimum.png")
+@study_figure("first_minimum.png", tables=("profiles", "summary"))
 def first_minimum_figure(tables, title=None):
     """The profiles with each run's first minimum marked (None when no run has one within its window)."""
     summary = tables.get("summary")

@@ -80,7 +80,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
     return fig
 
 
-@study_figure("grid_profiles.png")
+@study_figure("grid_profiles.png", tables=("grid_profiles", "grid_maps"))
 def grid_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``grid_profiles.png`` (None when no run has a patch grid)."""
     profiles = tables.get("grid_profiles")

@@ -78,7 +78,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     return fig
 
 
-@study_figure("rope_geometry.png")
+@study_figure("rope_geometry.png", tables=("inv_freq", "rope_decay"))
 def rope_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``rope_geometry.png``: None unless the study has rotary runs."""
     if not all(name in tables and len(tables[name]) for name in ("inv_freq", "rope_decay")):

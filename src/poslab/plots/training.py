@@ -103,7 +103,7 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
     return fig
 
 
-@study_figure("band_emergence.png")
+@study_figure("band_emergence.png", tables=("summary",))
 def emergence_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``band_emergence.png``: None unless the summary has successful training-snapshot runs."""
     summary = tables.get("summary")

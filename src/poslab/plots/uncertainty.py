@@ -96,7 +96,7 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     return fig
 
 
-@study_figure("decay_lengths.png")
+@study_figure("decay_lengths.png", tables=("comparison",))
 def forest_figure(tables: dict[str, pd.DataFrame], title=None) -> Figure | None:
     """STUDY_FIGURES entry: the forest plot of the ``comparison`` table (None when absent or empty)."""
     comparison = tables.get("comparison")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
-from ..plots import STUDY_FIGURES, save_figure
+from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .runner import TABLES, StudyResult
@@ -265,18 +265,23 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
     Raises
     ------
     FileNotFoundError
-        ``folder`` is not a poslab results folder.
+        ``folder`` is not a poslab results folder, or lacks a table its study
+        wrote (the message names it and the figures drawn from it).
     ValueError
         manifest.json is broken, or a table cannot be parsed, lacks its key
         columns or holds text where numbers belong.
     """
     folder = Path(folder)
     listed = read_manifest(folder).get("tables") or []
-    missing = [f"{name}.csv" for name in TABLES if not (folder / f"{name}.csv").is_file()]
-    if missing:
-        raise FileNotFoundError(f"results folder {folder} lacks {', '.join(missing)}; run the study again")
-    extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES
-             and (folder / Path(n).name).is_file()]
+    extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES]
+    missing = [name for name in (*TABLES, *extra) if not (folder / f"{name}.csv").is_file()]
+    if missing:  # every table the study wrote, whichever figure reads it: one rule (README, poslab plot)
+        def lacks(name):
+            figures = [f for f, needs in FIGURE_TABLES.items() if name in needs]
+            return f"{name}.csv" + (f" ({', '.join(figures)} {'is' if len(figures) == 1 else 'are'} drawn from it)"
+                                    if figures else "")
+        raise FileNotFoundError(f"results folder {folder} lacks {'; '.join(map(lacks, missing))}, which its study "
+                                "wrote (manifest.json lists it): restore it, or run the study again")
     out = {}
     for name in (*TABLES, *extra):
         path = folder / f"{name}.csv"
