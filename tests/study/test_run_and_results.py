@@ -266,7 +266,7 @@ def test_garbage_tables_are_named_when_read_back(study, tmp_path):
 
 def test_kind_specific_stages_add_summary_columns_and_tables(tmp_path):
     """Stages that apply to some runs only (a vision table's grid) add their columns and tables, read back."""
-    (tmp_path / "s.toml").write_text('name = "x"\nn_positions = 64\ndim = 8\n[analysis]\nn_resamples = 0\n'
+    (tmp_path / "s.toml").write_text('name = "x"\nn_positions = 729\ndim = 8\n[analysis]\nn_resamples = 0\n'
                                      '[[encodings]]\nkind = "learned"\nsource = "siglip-so400m"\n'
                                      '[[encodings]]\nkind = "sinusoidal"\n')
     result = run_study(load_study(tmp_path / "s.toml"), progress=False)

@@ -78,12 +78,22 @@ GRID_MAPS = Table(
 @register_stage
 @dataclasses.dataclass(frozen=True)
 class Grid(Stage):
-    """Vision tables analysed on their whole 2-D patch grid, whatever n_positions, on the raw vectors."""
+    """Vision tables analysed on their whole 2-D patch grid, on the raw vectors.
+
+    Only when the run's window is the whole grid (n_positions = ROWS·COLS): the first n patches of a
+    shorter window are a few grid rows and a partial one, not the grid, so the grid tables are left
+    empty for that run and ``grid_skipped`` says why (its 1-D profile covers the n patches asked for).
+    """
 
     name = "grid"
-    description = "similarity against distance on the 2-D patch grid, and the centre patch's similarity map"
+    description = ("similarity against distance on the 2-D patch grid, and the centre patch's similarity map "
+                   "(runs whose window is the whole grid)")
     applies_to = "learned runs with a patch grid (vision tables)"
     tables = (GRID_PROFILES, GRID_MAPS)
+    summary = (
+        Column("grid_skipped", "str", "", "why grid_profiles / grid_maps hold no rows for this vision run (a "
+               "window shorter than the grid); empty when the whole grid was analysed"),
+    )
     uses = frozenset()
 
     def applies(self, ctx: RunContext) -> bool:
@@ -94,6 +104,12 @@ class Grid(Stage):
         enc = _learned(ctx)
         _, grid = enc._layout()
         n = grid[0] * grid[1]
-        patches = ctx.table if n == ctx.n_positions else enc.generate(n, ctx.dim)
-        result = grid_similarity(patches, grid)
-        return Output(tables={"grid_profiles": result.to_frame(), "grid_maps": result.map_frame()})
+        if ctx.n_positions < n:
+            full, rest = divmod(ctx.n_positions, grid[1])
+            why = (f"n_positions = {ctx.n_positions} covers {ctx.n_positions} of the {n} patches of the "
+                   f"{grid[0]}x{grid[1]} grid ({full} full row(s)" + (f" and {rest} patch(es)" if rest else "")
+                   + f"); the grid tables need the whole grid: n_positions = {n}")
+            return Output(summary={"grid_skipped": why})
+        result = grid_similarity(ctx.table, grid)
+        return Output(summary={"grid_skipped": None},
+                      tables={"grid_profiles": result.to_frame(), "grid_maps": result.map_frame()})
