@@ -201,22 +201,32 @@ def _summary_text(summary) -> str:
 
 
 @main.command()
-def encodings():
-    """List every registered encoding kind with its parameters and defaults."""
+@click.argument("kinds", nargs=-1)
+def encodings(kinds):
+    """List every registered encoding kind (or the KINDS named) with its parameters and defaults."""
     from .data import BUNDLED_TABLES
     from .encodings import available_encodings
 
-    for kind, cls in available_encodings().items():
+    available = available_encodings()
+    unknown = [k for k in kinds if k not in available]
+    if unknown:
+        raise BadInput(f"unknown kind(s) {', '.join(map(repr, unknown))}; registered kinds: {', '.join(available)}")
+    click.echo("In a study file's [[encodings]] entry any parameter may also be a list (one run per value), and "
+               "n_positions = N (an integer >= 2, at most the study's n_positions) analyses positions 0..N-1 only.")
+    for kind, cls in available.items():
+        if kinds and kind not in kinds:
+            continue
         doc = (cls.__doc__ or "").strip().splitlines()[0]
         stochastic = "  [stochastic: one run per seed]" if cls.stochastic else ""
         click.echo(f"{kind}  ({cls.__module__}.{cls.__qualname__}){stochastic}")
         click.echo(f"    {doc}")
         types = cls.parameter_types()
         unset = cls.unset_defaults
+        docs = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(cls)}
         for name, default in cls.defaults().items():
             shown = ("required" if default is dataclasses.MISSING else f"default: {unset[name]}"
                      if default is None and name in unset else f"default {default!r}")
-            click.echo(f"    {name}: {types[name]}, {shown}")
+            click.echo(f"    {name}: {types[name]}, {shown}" + (f" — {docs[name]}" if docs.get(name) else ""))
         if kind == "learned":
             click.echo("    bundled sources: " + "; ".join(f"{k} ({v[1]})" for k, v in BUNDLED_TABLES.items()))
 
@@ -271,7 +281,8 @@ def inspect(source, key):
 
     SOURCE: anything `learned source = ...` accepts: a bundled name (gpt2, ...), a weights file or
     config.json, a Hugging Face model folder, cache snapshot or models--ORG--NAME folder, a Hub id
-    ORG/NAME[@REVISION], or a training-run folder. Exits non-zero when no table would be used.
+    ORG/NAME[@REVISION], or a training-run folder. Runs the checks a study entry `learned source =
+    SOURCE` runs, and exits 2 with the study's message whenever that entry would be refused.
     """
     from .checkpoints import inspect_source
     from .checkpoints.inspect import NoTableError

@@ -7,18 +7,18 @@ import functools
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import check_table
+from .._validation import AnyOf, Integer, NoneValue, check_table
 from ..analysis.grid import parse_grid
 from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
 from ..checkpoints.sources import parse_hub_id, resolve_model
 from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bundled_run_path
-from .base import Encoding, ParameterError
+from .base import Encoding, ParameterError, parameter
 from .registry import register
 
 __all__ = ["Learned", "LearnedTable", "load_learned", "load_learned_table", "table_sha256"]
@@ -229,21 +229,27 @@ class Learned(Encoding):
         rows − max_position_embeddings; RoBERTa-style pad_token_id + 1;
         vision: CLS / distillation rows), see
         :data:`poslab.checkpoints.FAMILIES`; 0 for plain arrays and bundled
-        tables (a stated rule). Required for an unknown family or a
-        checkpoint without config.json. An offset contradicting the
-        detected one, or past the table, is an error naming both.
+        tables (a stated rule). Required for an unknown family, and for a
+        tensor chosen with ``key`` from a checkpoint without config.json (a
+        lone tensor, ``.npy`` or ``.npz`` array follows row p = position p).
+        An offset contradicting the detected one, or past the table, is an
+        error naming both.
     grid : str or None
         ``"ROWSxCOLS"`` patch grid of a vision table whose rows
         offset..offset + ROWS·COLS − 1 are patches in raster order. Default:
         from the model's config (image_size / patch_size) or the bundled
         table; None for text tables.
     step : int or None
-        Training step, for a training-run ``source`` (required there). In a
-        study file ``step = "all"`` runs every saved step.
+        Training step (>= 0), for a training-run ``source`` (required for a
+        run folder; the bundled ``trained-char-lm`` without ``step`` is its
+        last step). In a study file also a list of steps (one run each), or
+        ``step = "all"``: every saved step.
 
     Positions 0..n_positions−1 are rows offset..offset+n_positions−1 (for
     a vision table, the patches in raster order); asking for more rows than
-    the table has is an error, never a truncation. The table keeps its own
+    the table has is an error, never a truncation. For a vision table
+    ``n_positions`` is at most its number of patches; a shorter window gets
+    no grid analysis (``grid_skipped`` says why). The table keeps its own
     width (``table_dim``); the study's ``dim`` is ignored. Vision tables are
     also analysed on their 2-D grid (``grid_profiles``, ``grid_maps``).
     Provenance of the bundled tables: ``poslab/data/PROVENANCE.md``.
@@ -253,17 +259,27 @@ class Learned(Encoding):
     path_params = ("source",)
     keeps_own_dim = True
 
-    source: str
-    key: str | None = None
-    offset: int | None = None
-    grid: str | None = None
-    step: int | None = None
+    #: What an omitted (None) parameter means, as ``poslab encodings`` prints it.
+    unset_defaults: ClassVar[dict[str, str]] = {
+        "key": "chosen from config.json model_type and the tensor names (`poslab inspect SOURCE` lists them)",
+        "offset": "the model family's rule; 0 for plain arrays and bundled tables; an unknown family needs it",
+        "grid": "from the model's config (image_size / patch_size) or the bundled table; none for text tables",
+        "step": "none (a training-run folder needs one; the bundled trained-char-lm is then its last step)",
+    }
+
+    source: str = parameter(doc="a bundled table name, a weights file (.safetensors, .npy, .npz, .bin, .pt), "
+                                "a config.json, a model folder, a Hugging Face cache snapshot or models--ORG--NAME "
+                                "folder, a Hub id ORG/NAME[@REVISION], or a poslab training-run folder")
+    key: str | None = parameter(None, doc="the tensor to read")
+    offset: int | None = parameter(None, check=AnyOf((Integer(minimum=0), NoneValue())),
+                                   doc="row of position 0 (for a vision table: the prefix rows before the grid)")
+    grid: str | None = parameter(None, doc='"ROWSxCOLS" patch grid of a vision table, e.g. "27x27" (patches in '
+                                           "raster order after offset rows)")
+    step: int | None = parameter(None, check=AnyOf((Integer(minimum=0), NoneValue())),
+                                 doc='a saved step of a training-run source; in a study file also a list of '
+                                     'steps, or "all" for every saved step')
 
     def _check_params(self):
-        if self.offset is not None and self.offset < 0:
-            raise ParameterError(f"learned: offset must be >= 0, got {self.offset}")
-        if self.step is not None and self.step < 0:
-            raise ParameterError(f"learned: step must be >= 0, got {self.step}")
         if self.grid is not None:
             try:
                 parse_grid(self.grid)
