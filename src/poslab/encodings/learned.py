@@ -357,11 +357,12 @@ class Learned(Encoding):
     def _check_size(self, n_positions, dim):
         rows = len(self.table())
         offset, grid = self._layout()
-        if grid is not None and n_positions > grid[0] * grid[1]:
+        patches = grid[0] * grid[1] if grid is not None else None
+        if patches is not None and n_positions > patches:
             raise ValueError(
                 f"learned({self.source}): n_positions={n_positions}, but the positions of this vision table are the "
-                f"{grid[0] * grid[1]} patches of its {grid[0]}x{grid[1]} grid (rows {offset}..{offset + grid[0] * grid[1] - 1}; "
-                f"other rows are not patches); lower n_positions to at most {grid[0] * grid[1]}")
+                f"{patches} patches of its {grid[0]}x{grid[1]} grid (rows {offset}..{offset + patches - 1}; "
+                f"other rows are not patches); lower n_positions to at most {patches}")
         if offset + n_positions > rows:
             raise ValueError(
                 f"learned({self.source}): n_positions={n_positions} with offset={offset} needs "

@@ -1,4 +1,4 @@
-"""What a run read: the Hub repo and snapshot commit of its checkpoint or config, and its learned table's fingerprint."""
+"""What a run read: the Hub repo and snapshot commit of its checkpoint or config, and its learned table's SHA-256."""
 
 from __future__ import annotations
 
