@@ -228,6 +228,9 @@ def encodings(kinds):
                      if default is None and name in unset else f"default {default!r}")
             click.echo(f"    {name}: {types[name]}, {shown}" + (f" — {docs[name]}" if docs.get(name) else ""))
         if kind == "learned":
+            click.echo("    source is a bundled table, a weights file (.safetensors, .npy, .npz, .bin, .pt), a config.json, "
+                       "a model folder, a Hugging Face cache snapshot or models--ORG--NAME folder, a Hub id "
+                       "ORG/NAME[@REVISION], or a poslab training-run folder")
             click.echo("    bundled sources: " + "; ".join(f"{k} ({v[1]})" for k, v in BUNDLED_TABLES.items()))
 
 

@@ -24,6 +24,7 @@ def test_encodings_learned_lists_learned_only_and_says_what_each_parameter_accep
             'trained-char-lm is then its last step) — a saved step of a training-run source; in a study file also a '
             'list of steps, or "all" for every saved step') in out.output
     assert "offset: an integer >= 0, or omitted (None)" in out.output
+    assert "source is a bundled table, a weights file" in out.output and "a Hub id ORG/NAME[@REVISION]" in out.output
     assert "n_positions = N (an integer >= 2, at most the study's n_positions)" in out.output
     bad = CliRunner().invoke(main, ["encodings", "learned", "nope"])
     assert bad.exit_code == 2 and "unknown kind(s) 'nope'; registered kinds: " in bad.output

@@ -267,9 +267,7 @@ class Learned(Encoding):
         "step": "none (a training-run folder needs one; the bundled trained-char-lm is then its last step)",
     }
 
-    source: str = parameter(doc="a bundled table name, a weights file (.safetensors, .npy, .npz, .bin, .pt), "
-                                "a config.json, a model folder, a Hugging Face cache snapshot or models--ORG--NAME "
-                                "folder, a Hub id ORG/NAME[@REVISION], or a poslab training-run folder")
+    source: str
     key: str | None = parameter(None, doc="the tensor to read")
     offset: int | None = parameter(None, check=AnyOf((Integer(minimum=0), NoneValue())),
                                    doc="row of position 0 (for a vision table: the prefix rows before the grid)")
