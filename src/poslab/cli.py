@@ -170,15 +170,18 @@ def _summary_text(summary) -> str:
 
     Text is shown as it is ("-" when empty); a number of a run that failed is
     "-", an empty one "-" or, for a column whose empty value means "not
-    reached within the window", ``> max_distance``.
+    reached within the window", ``> max_distance``. A number of a run whose
+    ``ci_method`` is ``exact`` (no sampling variability, no interval) is
+    followed by "(exact)", explained under the table, never by a bracket.
     """
     import pandas as pd
 
     from .stages import SUMMARY
 
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
+    exact = summary["ci_method"].eq("exact") if "ci_method" in summary else pd.Series(False, index=summary.index)
     rows = []
-    for _, r in summary.iterrows():
+    for i, r in summary.iterrows():
         row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
         for name, col in shown:
             heading, value = col.heading + name.removeprefix(col.name), r[name]
@@ -191,13 +194,20 @@ def _summary_text(summary) -> str:
                 text = "-"
             elif pd.isna(value):  # never reached within the window
                 text = f"> {r['max_distance']}"
+            elif col.interval and exact[i]:
+                text = f"{fmt.format(value)} (exact)"
             elif col.interval:
                 text = _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
             else:
                 text = fmt.format(value)
             row[heading] = text
         rows.append(row)
-    return pd.DataFrame(rows).to_string(index=False)
+    text = pd.DataFrame(rows).to_string(index=False)
+    if (exact & summary["status"].eq("ok")).any():
+        text += ("\n(exact): the table is exactly translation invariant, so resampling positions changes nothing: no "
+                 "sampling variability and no interval (ci_method exact); the fit's own uncertainty is "
+                 "decay_length_se in decay_metrics.csv")
+    return text
 
 
 @main.command()

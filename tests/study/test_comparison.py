@@ -77,12 +77,14 @@ def test_per_run_intervals_properties_and_bootstrap_tables(study):
     for col in ("decay_length_ci_low", "decay_length_ci_high", "band_width_0p5_ci_low", "band_width_0p5_ci_high",
                 "ci_method", "ci_level", "n_resamples", "block_length", "n_failed_refits", "envelope_decay_length"):
         assert col in s.columns
-    ok = s[s["decay_length"].notna()]
+    exact = s["label"] == "sinusoidal"  # exactly translation invariant: no sampling variability, no interval
+    assert (s.loc[exact, "ci_method"] == "exact").all() and s.loc[exact, "decay_length_ci_low"].isna().all()
+    ok = s[s["decay_length"].notna() & ~exact]
     assert ((ok["decay_length_ci_low"] <= ok["decay_length"]) & (ok["decay_length"] <= ok["decay_length_ci_high"])).all()
-    assert (s["ci_method"] == "anchor_block").all() and (s["n_resamples"] == 200).all()
+    assert (s.loc[~exact, "ci_method"] == "anchor_block").all() and (s["n_resamples"] == 200).all()
     assert (s["block_length"] == 8).all()  # ceil(256 / 32)
     # band-width intervals are integer positions around the width
-    assert (s["band_width_0p5_ci_low"] <= s["band_width_0p5"]).all()
+    assert (s.loc[~exact, "band_width_0p5_ci_low"] <= s.loc[~exact, "band_width_0p5"]).all()
     assert len(result.bootstrap) == 200 * len(s)
     props = result.properties
     assert len(props) == 5 * len(s)

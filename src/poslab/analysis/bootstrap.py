@@ -37,9 +37,10 @@ leave the decay-length interval empty: the fit is unstable under resampling). In
 
 A table that is exactly translation invariant (sinusoidal, RoPE) has the
 same S[i, i + k] at every anchor: every resample equals the profile, and the
-intervals have zero width. That is the truth about position sampling (the
-numbers are exact for the analysed window); it says nothing about the
-choice of window or model.
+intervals have zero width (``BootstrapResult.exact``). That is the truth
+about position sampling (the numbers are exact for the analysed window); it
+says nothing about the choice of window or model, so the study tables leave
+those intervals empty with ``ci_method = "exact"``.
 """
 
 from __future__ import annotations
@@ -305,6 +306,11 @@ class BootstrapResult:
         Pointwise percentile band of the resampled mean profile.
     n_failed : int
         Refits that failed (not counted in the decay-length interval).
+    exact : bool
+        Every resampled profile equals the mean profile (within 1e-12 at
+        every distance): the units carry no sampling variability, as in an
+        exactly translation-invariant table, and every interval has zero
+        width for that reason, not because it was estimated narrow.
     """
 
     method: str
@@ -318,6 +324,7 @@ class BootstrapResult:
     band_widths_ci: dict
     profile_ci: tuple[np.ndarray, np.ndarray]
     n_failed: int
+    exact: bool = False
 
 
 def _column_quantiles(values, qs):
@@ -492,8 +499,8 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
         reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts))
-    return _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
-                   max_failed_fraction)
+    return dataclasses.replace(_result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
+                                       max_failed_fraction), exact=bool(spread <= 1e-12))
 
 
 def _result(method, level, block_length, thresholds, fits, reps, failed, widths, profile_ci,

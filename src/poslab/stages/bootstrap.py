@@ -41,7 +41,10 @@ class Bootstrap(Stage):
                    "recomputed and the selected model refitted per resample; percentile intervals")
     tables = (BOOTSTRAP,)
     summary = (
-        Column("ci_method", "str", "", "how intervals were obtained: anchor_block, or none (n_resamples = 0)"),
+        Column("ci_method", "str", "", "how intervals were obtained: anchor_block; exact (every resample of anchor "
+               "blocks gives the same profile: an exactly translation-invariant table has no sampling variability, "
+               "so its intervals are left empty; the fit's own uncertainty is decay_length_se in decay_metrics.csv); "
+               "or none (n_resamples = 0)"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("n_resamples", "Int64", "", "bootstrap resamples behind the intervals"),
         Column("block_length", "Int64", "positions", "anchors per block"),
@@ -66,12 +69,15 @@ class Bootstrap(Stage):
         boot = ctx.bootstrap
         if boot is None:
             return Output(summary={"ci_method": "none", "n_resamples": 0})
-        low, high = boot.decay_length_ci
-        summary = {"decay_length_ci_low": low, "decay_length_ci_high": high}
-        for t, (low, high) in boot.band_widths_ci.items():
-            name = BAND_WIDTH.member(t)
-            summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
-        summary |= {"ci_method": boot.method, "ci_level": boot.level, "n_resamples": boot.n_resamples,
+        summary = {}
+        if not boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
+            low, high = boot.decay_length_ci
+            summary = {"decay_length_ci_low": low, "decay_length_ci_high": high}
+            for t, (low, high) in boot.band_widths_ci.items():
+                name = BAND_WIDTH.member(t)
+                summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
+                    "n_resamples": boot.n_resamples,
                     "block_length": boot.block_length, "n_failed_refits": boot.n_failed}
         frame = pd.DataFrame({"resample": np.arange(boot.n_resamples), "decay_length": boot.decay_lengths})
         widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)

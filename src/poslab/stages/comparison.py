@@ -19,7 +19,8 @@ COMPARISON = Table(
         Column("selected_model", "str", "", "selected decay model, or none"),
         Column("decay_length", "float", "positions", _DECAY_LENGTH, interval=True),
         Column("fit_se", "float", "positions", "delta-method standard error of the selected fit's decay length"),
-        Column("ci_method", "str", "", "seed (seeds resampled), anchor_block (the run's bootstrap) or none"),
+        Column("ci_method", "str", "", "seed (seeds resampled), anchor_block (the run's bootstrap), exact (no "
+               "sampling variability: the interval is left empty, see summary.csv) or none"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("n_resamples", "Int64", "", "bootstrap resamples"),
     ),

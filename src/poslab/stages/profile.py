@@ -27,7 +27,8 @@ PROFILES = Table(
                "the selected decay model at that distance (empty at distances below fit_min_distance or without "
                "one)"),
         Column("mean_similarity_ci_low", "float", "cosine similarity",
-               "pointwise anchor-block bootstrap band of the mean, low end (empty without a bootstrap)"),
+               "pointwise anchor-block bootstrap band of the mean, low end (empty without a bootstrap, "
+               "and for a run whose ci_method is exact: no sampling variability)"),
         Column("mean_similarity_ci_high", "float", "cosine similarity", "the same band's high end"),
     ),
     always=True,
@@ -58,7 +59,7 @@ class Profile(Stage):
         fitted = ctx.fits.predict(frame["distance"].to_numpy())
         frame["fitted_similarity"] = np.where(frame["distance"] >= ctx.options.fit_min_distance, fitted, np.nan)
         boot = ctx.bootstrap
-        low, high = boot.profile_ci if boot else (np.nan, np.nan)
+        low, high = boot.profile_ci if boot and not boot.exact else (np.nan, np.nan)  # exact: no band (ci_method)
         frame["mean_similarity_ci_low"], frame["mean_similarity_ci_high"] = low, high
         return Output(summary={"excluded_positions": ";".join(map(str, profile.excluded_positions))},
                       tables={"profiles": frame})

@@ -1,0 +1,54 @@
+"""An exactly translation-invariant table has no sampling variability: its intervals are left empty with
+ci_method "exact", and the console says "(exact)" instead of a confident-looking zero-width bracket
+(issue 12 QA: `151.6 [151.6, 151.6]`)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from poslab.cli import _summary_text
+from poslab.study import parse_study, run_study
+
+SINUSOIDAL, NOISY = "sinusoidal", "smoothed_random(length_scale=4)"
+
+
+@pytest.fixture(scope="module")
+def result():
+    spec = parse_study({"name": "exact", "n_positions": 128, "dim": 32, "seeds": [0],
+                        "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "smoothed_random", "length_scale": 4.0}]})
+    return run_study(spec, progress=False, executor="serial")
+
+
+def test_exact_runs_leave_their_intervals_empty_and_say_why(result):
+    s = result.summary.set_index("label")
+    intervals = [c for c in s.columns if c.endswith(("_ci_low", "_ci_high"))]
+    assert "decay_length_ci_low" in intervals and any(c.startswith("band_width_") for c in intervals)
+    assert s.loc[SINUSOIDAL, "ci_method"] == "exact" and np.isfinite(s.loc[SINUSOIDAL, "decay_length"])
+    assert s.loc[SINUSOIDAL, intervals].isna().all()
+    assert s.loc[NOISY, "ci_method"] == "anchor_block"  # estimated: a real interval
+    assert s.loc[NOISY, "decay_length_ci_low"] < s.loc[NOISY, "decay_length_ci_high"]
+    p = result.profiles
+    band = p.loc[p["label"] == SINUSOIDAL, ["mean_similarity_ci_low", "mean_similarity_ci_high"]]
+    assert band.isna().all().all()
+    assert p.loc[p["label"] == NOISY, "mean_similarity_ci_low"].notna().any()
+    boot = result.bootstrap  # the replicates stay: every resample gave the same decay length
+    reps = boot.loc[boot["label"] == SINUSOIDAL, "decay_length"]
+    assert len(reps) == 40 and (reps == s.loc[SINUSOIDAL, "decay_length"]).all()
+
+
+def test_comparison_keeps_exact_and_its_pairs_still_use_the_replicates(result):
+    c = result.comparison.set_index("label")
+    assert c.loc[SINUSOIDAL, "ci_method"] == "exact" and pd.isna(c.loc[SINUSOIDAL, "decay_length_ci_low"])
+    (pair,) = result.comparison_pairs.to_dict("records")
+    assert np.isfinite(pair["difference_ci_low"]) and np.isfinite(pair["difference_ci_high"])
+
+
+def test_console_prints_exact_not_a_zero_width_bracket(result):
+    text = _summary_text(result.summary)
+    line = next(row for row in text.splitlines() if row.lstrip().startswith(SINUSOIDAL + " "))
+    assert "(exact)" in line and "[" not in line
+    noisy = next(row for row in text.splitlines() if row.lstrip().startswith(NOISY))
+    assert "[" in noisy and "(exact)" not in noisy
+    assert "(exact): the table is exactly translation invariant" in text
+    assert "(exact)" not in _summary_text(result.summary[result.summary["label"] == NOISY])  # no footnote either
