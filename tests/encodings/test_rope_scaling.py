@@ -235,7 +235,7 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
     # GPT-NeoX / Pythia names; explicit head_dim wins over hidden_size / heads; DeepSeek's qk_rope_head_dim
     neox = {"hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.25, "rotary_emb_base": 10000}
     assert make_encoding("rotary", config=str(write_config(tmp_path / "neox", neox))).resolve(1).rotary_dim == 16
-    gemma = {"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256}
+    gemma = {"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256, "rope_theta": 10000.0}
     assert make_encoding("rotary", config=str(write_config(tmp_path / "gemma", gemma))).resolve(1).rotary_dim == 256
     deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
                 "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1,
@@ -540,3 +540,17 @@ def test_llama3_original_length_defaults_to_max_position_embeddings(tmp_path):
         "llama3", rotary_dim=128, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
         original_max_position_embeddings=8192)[0])
     assert r.sources["original_max_position_embeddings"] == "transformers default (max_position_embeddings)"
+
+
+def test_unknown_architecture_naming_no_rope_key_is_refused_unless_the_base_is_given(tmp_path):
+    """QA: a config.json of an unknown model_type with no RoPE key was analysed as base-10000 RoPE (a guess)."""
+    sizes = {"hidden_size": 64, "num_attention_heads": 4}
+    for cfg in ({"model_type": "mystery", **sizes}, dict(sizes)):
+        path = str(write_config(tmp_path / str(len(cfg)), cfg))
+        with pytest.raises(ParameterError, match="names no RoPE key.*rope_theta = 10000.0"):
+            make_encoding("rotary", config=path)
+        r = make_encoding("rotary", config=path, rope_theta=10000.0).resolve(64, 8)
+        assert r.sources["rope_theta"] == "inline" and any("generic rules" in rule for rule in r.rules)
+    stated = str(write_config(tmp_path / "stated", {"model_type": "mystery", "rope_theta": 5e5, **sizes}))
+    r = make_encoding("rotary", config=stated).resolve(64, 8)
+    assert r.rope_theta == 5e5 and any("generic rules" in rule for rule in r.rules)

@@ -447,6 +447,13 @@ def _plan(enc: Rotary, cfg: RopeConfig | None) -> _Plan:
 
     rope_type = pick("rope_type", enc.rope_type, cfg.rope_type if cfg else None, "default")
     theta = pick("rope_theta", enc.rope_theta, cfg.rope_theta if cfg else None, 10000.0)
+    if cfg is not None and enc.rope_theta is None and enc.rope_type is None and _names_no_rope(cfg):
+        what = f"model_type {cfg.model_type!r} is not a transformers architecture" if cfg.model_type \
+            else "it has no model_type"
+        raise ParameterError(f"rotary: config {enc.config}: {what} and names no RoPE key (rope_theta, rope_parameters, "
+                             "rope_scaling, rotary_dim, partial_rotary_factor): nothing says this model uses RoPE, or "
+                             "with which base. To analyse it as RoPE anyway, give the base in this entry "
+                             "(rope_theta = 10000.0) or write it into the config")
     prf = enc.partial_rotary_factor
     if prf is not None:
         sources["partial_rotary_factor"] = "inline"
@@ -505,6 +512,15 @@ def _plan(enc: Rotary, cfg: RopeConfig | None) -> _Plan:
         if key in DEFAULTS and key not in scaling:
             scaling[key], sources[key] = DEFAULTS[key], "transformers default"
     return _Plan(cfg, rope_type, float(theta), prf, scaling, sources, tuple(rules))
+
+
+def _names_no_rope(cfg: RopeConfig) -> bool:
+    """True for a config of an architecture transformers does not know whose keys say nothing about RoPE."""
+    from .model_config import architectures
+
+    known = cfg.model_type is not None and cfg.model_type in architectures()
+    return not known and not cfg.scaling and cfg.partial_rotary_factor is None and cfg.rotary_dim is None and all(
+        cfg.sources.get(k) == "transformers default" for k in ("rope_theta", "rope_type"))
 
 
 def _length_rules(plan: _Plan, n_positions: int | None) -> list[str]:
