@@ -265,16 +265,18 @@ def plot(results):
     except (OSError, ValueError) as exc:
         raise BadInput(str(exc)) from None
     failed: dict[str, str] = {}
+    left_out: dict[str, str] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        written = write_figures(tables, results, title=figure_title(tables["summary"]), failed=failed)
+        written = write_figures(tables, results, title=figure_title(tables["summary"]), failed=failed,
+                                left_out=left_out)
     for w in caught:
         warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     stale = [name for name in FIGURES if name not in {p.name for p in written} and (results / name).exists()]
     for name in stale:  # drawn from tables that are gone, or a failed figure: never left looking current
         (results / name).unlink()
     try:
-        record_figures(results, [p.name for p in written], failed)
+        record_figures(results, [p.name for p in written], failed, left_out)
     except OSError as exc:
         raise click.ClickException(f"cannot update {results / 'manifest.json'}: {exc}") from None
     if stale:

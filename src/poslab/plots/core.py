@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from ..stages.heatmap import HEATMAPS
 from ..stages.profile import PROFILES
 
 __all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES",
-           "FIGURE_TABLES"]
+           "FIGURE_TABLES", "FigureLimitWarning", "MAX_PANELS", "MAX_CURVES", "MAX_ROWS", "MAX_GRID_TABLES"]
 
 #: file name -> function(tables, title) returning a Figure, or None to skip (see :func:`study_figure`).
 STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {}
@@ -57,6 +58,35 @@ def study_figure(filename: str, tables: tuple[str, ...]):
 
 def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
     return name in tables and len(tables[name]) > 0
+
+
+#: What one figure draws at most, so its size stays bounded whatever the study (a 200-run grid drew a
+#: 2080 x 24055 px heatmap figure): heatmap panels (4 x 4), curves in one legend, rows of a forest plot,
+#: vision tables (a row of two panels each). Beyond, the first ones in the table's order are drawn
+#: (study order; the forest plot: comparison.csv's ranked order), the figure says so and a
+#: :class:`FigureLimitWarning` names the table that holds them all.
+MAX_PANELS, MAX_CURVES, MAX_ROWS, MAX_GRID_TABLES = 16, 10, 30, 4
+
+
+class FigureLimitWarning(UserWarning):
+    """A figure draws only the first labels of a large study; its tables hold them all."""
+
+
+def _first(labels: list, limit: int, what: str, where: str) -> tuple[list, str | None]:
+    """The first ``limit`` labels, and the note saying what was left out (None when nothing was)."""
+    if len(labels) <= limit:
+        return labels, None
+    return labels[:limit], (f"draws the first {limit} of {len(labels)} {what}; the other {len(labels) - limit} "
+                            f"are in {where}")
+
+
+def _say_left_out(fig: Figure, note: str | None) -> Figure:
+    """Write ``note`` under the figure and warn with it (``poslab run`` / ``plot`` record it in manifest.json)."""
+    if note:
+        fig.text(0.5, 0.0, f"This figure {note}.", ha="center", va="top", fontsize=9, color="0.25",
+                 wrap=True)
+        warnings.warn(note, FigureLimitWarning, stacklevel=3)
+    return fig
 
 _HEATMAP_COLUMNS = HEATMAPS.declared("label", "seed", "row_start", "row_stop", "col_start", "col_stop", "mean_similarity")
 _PROFILE_COLUMNS = PROFILES.declared("label", "seed", "distance", "mean_similarity")
@@ -137,6 +167,8 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         ``np.linspace(0, n_positions, bins + 1).astype(int)``.
     labels : list of str, optional
         Labels to show, in this order. Default: all, in order of appearance.
+        At most :data:`MAX_PANELS` are drawn (the first ones; the figure
+        says what was left out, with a :class:`FigureLimitWarning`).
     seed : "first" or int
         Seed shown for stochastic encodings: ``"first"`` is the smallest.
     ncols : int, optional
@@ -156,7 +188,8 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         Near-uniform blocks are drawn as equal cells.
     """
     _check_frame(heatmaps, _HEATMAP_COLUMNS, "heatmaps")
-    labels = _select_labels(heatmaps, labels, "heatmaps")
+    labels, note = _first(_select_labels(heatmaps, labels, "heatmaps"), MAX_PANELS, "labels' heatmaps (study order)",
+                          "heatmaps.csv")
     n = len(labels)
     ncols = min(n, 4) if ncols is None else max(1, min(int(ncols), n))
     nrows = math.ceil(n / ncols)
@@ -186,7 +219,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
     cbar.set_label("cosine similarity")
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)
 
 
 def _seed_summary(df, has_fit):
@@ -237,6 +270,8 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         (a diamond with a horizontal interval bar).
     labels : list of str, optional
         Labels to show, in this order. Default: all, in order of appearance.
+        At most :data:`MAX_CURVES` are drawn (the first ones; the figure says
+        what was left out, with a :class:`FigureLimitWarning`).
     min_distance : int
         Smallest distance drawn (the log panel starts at ``max(1, min_distance)``).
     panel_size : (float, float)
@@ -253,7 +288,8 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         interval. One legend to the right of the panels.
     """
     _check_frame(profiles, _PROFILE_COLUMNS, "profiles")
-    labels = _select_labels(profiles, labels, "profiles")
+    labels, note = _first(_select_labels(profiles, labels, "profiles"), MAX_CURVES, "labels' profiles (study order)",
+                          "profiles.csv (decay lengths: summary.csv, comparison.csv)")
     df = profiles[profiles["label"].isin(labels)]
     if df.duplicated(["label", "seed", "distance"]).any():
         raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
@@ -314,7 +350,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)
 
 
 def save_figure(fig, path, *, dpi=150) -> None:
@@ -361,9 +397,12 @@ def first_minimum_figure(tables, title=None):
     marks = summary[summary["first_minimum"].notna()]
     if marks.empty:
         return None
+    shown, note = _first(list(pd.unique(marks["label"])), MAX_CURVES, "labels with a first minimum (study order)",
+                         "summary.csv (first_minimum) and profiles.csv")
+    marks = marks[marks["label"].isin(shown)]
     fig = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.subplots()
-    colours = curve_palette(marks["label"].nunique())
+    colours = curve_palette(len(shown))
     for colour, (label, runs) in zip(colours, marks.groupby("label", sort=False)):
         run = runs.iloc[0]  # the first seed of a stochastic encoding
         rows = tables["profiles"][(tables["profiles"]["label"] == label) & (
@@ -377,4 +416,4 @@ def first_minimum_figure(tables, title=None):
     ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)

@@ -7,7 +7,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..stages.learned import GRID_MAPS, GRID_PROFILES
-from .core import _check_frame as _check, study_figure
+from .core import MAX_GRID_TABLES, _first, _say_left_out, study_figure
+from .core import _check_frame as _check
 
 __all__ = ["plot_grid_profiles", "grid_figure"]
 
@@ -36,12 +37,15 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
     -------
     matplotlib.figure.Figure
         Left: mean cosine similarity against grid distance, a line per metric.
-        Right (with ``grid_maps``): the map, colour range [−1, 1].
+        Right (with ``grid_maps``): the map, colour range [−1, 1]. At most
+        :data:`~poslab.plots.core.MAX_GRID_TABLES` tables (the first ones;
+        the figure says what was left out).
     """
     _check(grid_profiles, _PROFILE_COLUMNS, "grid_profiles")
     if grid_maps is not None:
         _check(grid_maps, _MAP_COLUMNS, "grid_maps")
-    labels = list(pd.unique(grid_profiles["label"]))
+    labels, note = _first(list(pd.unique(grid_profiles["label"])), MAX_GRID_TABLES, "vision tables (study order)",
+                          "grid_profiles.csv and grid_maps.csv")
     ncols = 2 if grid_maps is not None else 1
     fig = Figure(figsize=(panel_size * 1.5 * ncols, panel_size * len(labels) + (0.4 if title else 0.0)),
                  layout="constrained")
@@ -77,7 +81,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
         fig.colorbar(image, ax=list(axes[:, 1]), shrink=0.8, label="cosine similarity")
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)
 
 
 @study_figure("grid_profiles.png", tables=("grid_profiles", "grid_maps"))

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..stages.rope import INV_FREQ, ROPE_DECAY
-from .core import _check_frame, _select_labels, curve_palette, study_figure
+from .core import MAX_CURVES, _check_frame, _first, _say_left_out, _select_labels, curve_palette, study_figure
 
 __all__ = ["plot_rope_geometry", "rope_figure"]
 
@@ -32,6 +32,8 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
         positions) and ``relative_upper_bound`` (Su et al. 2021, section 3.4.3).
     labels : list of str, optional
         Runs to show, in this order. Default: every label of ``inv_freq``.
+        At most :data:`~poslab.plots.core.MAX_CURVES` are drawn (the first
+        ones; the figure says what was left out).
     panel_size : (float, float)
         Width and height of each of the three panels, in inches.
     title : str, optional
@@ -45,7 +47,8 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     """
     _check_frame(inv_freq, _FREQ_COLUMNS, "inv_freq")
     _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
-    labels = _select_labels(inv_freq, labels, "inv_freq")
+    labels, note = _first(_select_labels(inv_freq, labels, "inv_freq"), MAX_CURVES, "rotary labels (study order)",
+                          "inv_freq.csv and rope_decay.csv")
     palette = curve_palette(len(labels))
     w, h = panel_size
     fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
@@ -75,7 +78,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)
 
 
 @study_figure("rope_geometry.png", tables=("inv_freq", "rope_decay"))

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ..stages import SUMMARY
 from ..stages.bands import BAND_WIDTH
-from .core import _check_frame, study_figure
+from .core import MAX_CURVES, _check_frame, _first, _say_left_out, study_figure
 
 __all__ = ["plot_band_emergence", "emergence_figure"]
 
@@ -54,7 +54,9 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
         threshold, both in positions, against step (symlog axis: step 0 is
         the initialisation), with their bootstrap intervals as bars where the
         summary has ``<column>_ci_low`` / ``_ci_high``. Missing values (no selected decay model, no
-        crossing within max_distance) are simply not drawn.
+        crossing within max_distance) are simply not drawn. At most
+        :data:`~poslab.plots.core.MAX_CURVES` curves per panel and reference lines: the first training runs
+        and reference labels (the figure says what was left out).
 
     Raises
     ------
@@ -68,7 +70,18 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
         raise ValueError("summary has no successful training-snapshot runs (rows with a step): nothing to plot")
     widths = [c for c in summary.columns if BAND_WIDTH.matches(c)]  # not their _ci_ columns
     others = ok[ok["step"].isna()]
-    groups = steps.groupby("source", sort=False) if "source" in steps.columns else [(None, steps)]
+    notes = []
+    if "source" in steps.columns:  # one curve per source and threshold in the band panel: at most MAX_CURVES
+        sources, note = _first(list(pd.unique(steps["source"])), max(1, MAX_CURVES // max(1, len(widths))),
+                               "training runs (sources, study order)", "summary.csv")
+        notes.append(note)
+        groups = steps[steps["source"].isin(sources)].groupby("source", sort=False)
+    else:
+        groups = [(None, steps)]
+    references, note = _first(list(pd.unique(others["label"])), MAX_CURVES, "reference labels (study order)",
+                              "summary.csv")
+    notes.append(note)
+    others = others[others["label"].isin(references)]
     fig = Figure(figsize=(panel_size[0] * 2, panel_size[1]), layout="constrained")
     ax_decay, ax_band = fig.subplots(1, 2, sharex=True)
     colors = iter(f"C{i}" for i in range(10))
@@ -100,7 +113,7 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, "; it ".join(n for n in notes if n) or None)
 
 
 @study_figure("band_emergence.png", tables=("summary",))

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from ..stages.comparison import COMPARISON
-from .core import study_figure
+from .core import MAX_ROWS, _first, _say_left_out, study_figure
 
 __all__ = ["plot_decay_length_forest", "forest_figure"]
 
@@ -31,7 +31,9 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
         the table's order (ranked: longest first).
     title : str, optional
     width : float
-        Figure width in inches (height grows with the number of rows).
+        Figure width in inches (height grows with the number of rows, at
+        most :data:`~poslab.plots.core.MAX_ROWS`: the first ones, and the
+        figure says what was left out).
 
     Returns
     -------
@@ -51,6 +53,9 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
         raise ValueError(f"comparison lacks column(s) {missing}; it has {list(comparison.columns)}")
     if comparison.empty:
         raise ValueError("comparison is empty: nothing to plot")
+    keep, note = _first(list(range(len(comparison))), MAX_ROWS, "labels of comparison.csv (its ranked order)",
+                        "comparison.csv")
+    comparison = comparison.iloc[keep]
     n = len(comparison)
     labels = [textwrap.fill(str(lab) + (f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m
                                          and m != "none" else ""), 44, break_long_words=False)
@@ -93,7 +98,7 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     ax.grid(axis="x", alpha=0.3, lw=0.5)
     if title:
         fig.suptitle(title)
-    return fig
+    return _say_left_out(fig, note)
 
 
 @study_figure("decay_lengths.png", tables=("comparison",))

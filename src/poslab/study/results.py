@@ -22,6 +22,7 @@ import pandas as pd
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
 from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
+from ..plots.core import FigureLimitWarning
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .runner import TABLES, StudyResult
@@ -102,8 +103,9 @@ def _versions() -> dict[str, str]:
 
 
 def manifest(result: StudyResult, written_figures: list[str] | None = None,
-             failed_figures: dict[str, str] | None = None) -> dict:
-    """What ``manifest.json`` records: study file, versions, platform, seeds, timings, figures (and failed ones)."""
+             failed_figures: dict[str, str] | None = None, figures_left_out: dict[str, str] | None = None) -> dict:
+    """What ``manifest.json`` records: study file, versions, platform, seeds, timings, figures (failed ones, and
+    what a figure of a large study left out)."""
     spec = result.spec
     return {
         "study": spec.name,
@@ -126,6 +128,7 @@ def manifest(result: StudyResult, written_figures: list[str] | None = None,
         "tables": [f"{t}.csv" for t in result.tables()],
         "figures": written_figures or [],
         "failed_figures": failed_figures or {},
+        "figures_left_out": figures_left_out or {},
     }
 
 
@@ -134,13 +137,17 @@ class FigureFailedWarning(UserWarning):
 
 
 def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
-                  failed: dict[str, str] | None = None) -> list[Path]:
+                  failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
 
     Each figure is drawn on its own: one that raises is skipped with a
     :class:`FigureFailedWarning` naming it (and recorded in ``failed``,
     file name -> message), the others are still drawn. Each file is written
     under a temporary name and renamed, so a failure never leaves half a PNG.
+    A figure of a large study draws only its first labels
+    (:data:`poslab.plots.core.MAX_PANELS` and friends): a
+    :class:`~poslab.plots.core.FigureLimitWarning` names it, and ``left_out``
+    (file name -> what was left out and which table holds it) records it.
 
     Returns the written paths: none when no run succeeded (nothing to draw).
     """
@@ -150,7 +157,16 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
         path = folder / filename
         tmp = folder / f"{_FILE_TMP}{filename}"  # keeps the suffix, which picks the format; a stale one is replaced
         try:
-            fig = draw(tables, title)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fig = draw(tables, title)
+            for w in caught:  # passed on; a figure's "left out" note names the figure
+                if issubclass(w.category, FigureLimitWarning):
+                    if left_out is not None:
+                        left_out[filename] = str(w.message)
+                    warnings.warn(f"{filename} {w.message}", FigureLimitWarning, stacklevel=2)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if fig is None:
                 continue
             save_figure(fig, tmp)
@@ -206,8 +222,10 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
             for name, frame in tables.items():  # the tables first: a figure can never cost them
                 frame.to_csv(folder.path / f"{name}.csv", index=False)
             failed: dict[str, str] = {}
-            figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed)
-            meta = manifest(result, [p.name for p in figures], failed)
+            left_out: dict[str, str] = {}
+            figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed,
+                                    left_out=left_out)
+            meta = manifest(result, [p.name for p in figures], failed, left_out)
             (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         except OSError as exc:  # a full disk, a file size limit: name the user's folder, not the temporary
             raise friendly_os_error(exc, out, "results folder") from None
@@ -241,11 +259,11 @@ def read_manifest(folder) -> dict:
     return meta
 
 
-def record_figures(folder, figures: list[str], failed: dict[str, str]) -> None:
-    """Rewrite the ``figures`` and ``failed_figures`` entries of a results folder's manifest.json atomically."""
+def record_figures(folder, figures: list[str], failed: dict[str, str], left_out: dict[str, str] | None = None) -> None:
+    """Rewrite the ``figures``, ``failed_figures`` and ``figures_left_out`` entries of manifest.json atomically."""
     path = Path(folder) / "manifest.json"
     meta = read_manifest(folder)
-    meta["figures"], meta["failed_figures"] = list(figures), dict(failed)
+    meta["figures"], meta["failed_figures"], meta["figures_left_out"] = list(figures), dict(failed), dict(left_out or {})
     tmp = path.with_name(f"{_FILE_TMP}manifest.json")
     try:
         tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
