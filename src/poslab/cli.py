@@ -30,13 +30,21 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     click.secho(f"warning: {message}", fg="yellow", err=True)
 
 
+class _Stopped(SystemExit):
+    """A termination signal (SIGTERM, SIGHUP), raised where the main thread is, so every ``finally`` runs."""
+
+
 def _terminate(signum, frame):
-    # SIGTERM becomes SystemExit, so the results writer removes its temporary folder
-    sys.exit(128 + signum)
+    # SIGTERM becomes SystemExit, so the results writer removes its temporary folder and the workers are stopped
+    raise _Stopped(128 + signum)
 
 
 #: Exit statuses (module docstring).
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+_NOTHING_HALF_WRITTEN = ("nothing half-written was left behind (an unfinished result is not written; an earlier one in "
+                         "its folder is kept)")
 
 
 class BadInput(click.ClickException):
@@ -52,8 +60,11 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("\ninterrupted; nothing half-written was left behind", err=True)
+            click.echo(f"\ninterrupted; {_NOTHING_HALF_WRITTEN}", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except _Stopped as exc:
+            click.echo(f"\nstopped by {signal.Signals(exc.code - 128).name}; {_NOTHING_HALF_WRITTEN}", err=True)
+            raise
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # a bug: say where, without a traceback

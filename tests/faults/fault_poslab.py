@@ -2,7 +2,10 @@
 
 ``kind = "fault"`` is a stochastic Gaussian table that, before producing it,
 writes ``started-<seed>-<pid>`` into ``$POSLAB_FAULT_DIR`` (so a test knows
-which worker holds which run) and sleeps ``sleep`` seconds. With
+which worker holds which run) and sleeps ``sleep`` seconds; with ``stuck = true`` it then
+enters one C call that runs for minutes and never checks for signals (a
+Gaussian filter of σ = 10⁵ over a million positions), as a huge
+smoothed_random once did. With
 ``POSLAB_FAULT_SLOW_FIGURE=1`` drawing ``decay_curves.png`` writes
 ``drawing`` there and sleeps, so a test can kill the process while it writes
 its results folder.
@@ -30,12 +33,17 @@ class Fault(Encoding):
     stochastic = True
 
     sleep: float = 0.0
+    stuck: bool = False
 
     def _generate(self, n_positions, dim, rng):
         seed = int(rng.integers(1 << 30))
         folder = Path(os.environ["POSLAB_FAULT_DIR"])
         (folder / f"started-{seed}-{os.getpid()}").touch()
         time.sleep(self.sleep)
+        if self.stuck:
+            from scipy.ndimage import gaussian_filter1d
+
+            gaussian_filter1d(np.zeros(1 << 20), 1e5)
         return rng.normal(size=(n_positions, dim))
 
 

@@ -121,6 +121,41 @@ def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig,
     assert not (tmp_path / "res").exists()
 
 
+STUCK = """
+name = "stuck"
+n_positions = 256
+dim = 8
+
+[[encodings]]
+kind = "fault"
+stuck = true
+"""
+
+
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_single_run_stuck_in_native_code_still_stops(tmp_path, poslab, sig, code, said):
+    """One run, default executor, deep in one C call that never checks for signals: Ctrl-C / SIGTERM still act.
+
+    It used to run in the poslab process itself, whose signal handlers wait for the C call to return (minutes).
+    """
+    study = tmp_path / "stuck.toml"
+    study.write_text(STUCK)
+    p = poslab(["run", study, "--out", tmp_path / "res", "--no-progress"])
+    (worker,) = wait_for(p.started, 30, "the run to start")
+    assert worker != p.process.pid  # the run is in a worker process
+    helpers = descendants(p.process.pid)
+    if sig == signal.SIGINT:
+        os.killpg(p.process.pid, sig)
+    else:
+        os.kill(p.process.pid, sig)
+    status, output = p.finish(20)
+    assert status == code, output
+    assert said in output and "Traceback" not in output, output
+    wait_for(lambda: not any(alive(w) for w in helpers), 5, "the worker to exit")
+    assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []
+    assert not (tmp_path / "res").exists()
+
+
 def test_a_caller_with_threads_is_never_forked(tmp_path):
     """Workers start from a fork server, never by forking the caller (whose threads can make a fork hang).
 

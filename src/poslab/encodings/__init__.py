@@ -4,7 +4,7 @@ Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_
 Third-party kinds register through the entry-point group ``poslab.encodings``.
 """
 
-from .base import Encoding, ParameterError
+from .base import Encoding, ParameterError, TableCost
 from .registry import (
     ENTRY_POINT_GROUP,
     available_encodings,
@@ -28,6 +28,7 @@ __all__ = [
     "Rotary",
     "Sinusoidal",
     "SmoothedRandom",
+    "TableCost",
     "apply_rotary",
     "available_encodings",
     "get_encoding_class",

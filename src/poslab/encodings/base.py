@@ -20,7 +20,7 @@ import numpy as np
 from .._validation import (Constraint, ValidationError, check, check_positive_int, check_table, constraint_for,
                            missing_message)
 
-__all__ = ["Encoding", "ParameterError", "parameter"]
+__all__ = ["Encoding", "ParameterError", "TableCost", "parameter"]
 
 
 class ParameterError(ValidationError):
@@ -49,6 +49,22 @@ def _type_hints(cls) -> dict:
     """``typing.get_type_hints`` of an encoding class, once per class: it compiles every annotation, which made
     a 4,000-run grid take seconds to parse."""
     return typing.get_type_hints(cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableCost:
+    """What generating one table costs, declared before it is built (see :meth:`Encoding.table_cost`).
+
+    Attributes
+    ----------
+    table_dim : int
+        Width of the table produced (columns).
+    peak_bytes : int
+        Peak memory while generating it, in bytes, the finished table included.
+    """
+
+    table_dim: int
+    peak_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +140,17 @@ class Encoding:
 
     def _generate(self, n_positions: int, dim: int, rng: np.random.Generator | None) -> np.ndarray:
         raise NotImplementedError
+
+    def table_cost(self, n_positions: int, dim: int) -> TableCost:
+        """What :meth:`generate` will cost for ``(n_positions, dim)``, without building anything. Optional hook.
+
+        The study checks it against the memory available before any run
+        starts (:mod:`poslab.study.budget`). Default: a table of the study's
+        ``dim`` and one temporary of its size (2 × 8 × n_positions × dim
+        bytes). Override it when the table has its own width or generating
+        it needs more (a buffer wider than the window, a file read whole).
+        """
+        return TableCost(table_dim=int(dim), peak_bytes=16 * int(n_positions) * int(dim))
 
     # ---------------------------------------------------------------- public
     def check_size(self, n_positions: int, dim: int) -> None:

@@ -18,7 +18,7 @@ from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
 from ..checkpoints.sources import parse_hub_id, resolve_model
 from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bundled_run_path
-from .base import Encoding, ParameterError, parameter
+from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 
 __all__ = ["Learned", "LearnedTable", "load_learned", "load_learned_table", "table_sha256"]
@@ -367,6 +367,12 @@ class Learned(Encoding):
                 f"{offset + n_positions} rows, but the table has {rows} "
                 f"(at most {rows - offset} positions); lower n_positions"
             )
+
+    def table_cost(self, n_positions, dim):
+        """The stored table's own width; it is read whole (memoised), then the window is copied."""
+        stored = self.table()
+        return TableCost(table_dim=int(stored.shape[1]),
+                         peak_bytes=int(stored.nbytes) + 8 * int(n_positions) * int(stored.shape[1]))
 
     def _generate(self, n_positions, dim, rng):
         offset, _ = self._layout()

@@ -9,15 +9,22 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
+import scipy.fft
 
-from .base import Encoding, ParameterError
+from .base import Encoding, ParameterError, TableCost
 from .registry import register
 
 __all__ = ["SmoothedRandom"]
 
 #: Kernel half-width in units of ``length_scale`` (scipy's default ``truncate``).
 TRUNCATE = 4.0
+
+#: The largest ``length_scale`` allowed, in windows (n_positions): beyond it the expected profile stays above
+#: exp(−1/64) = 0.984 across the whole window, i.e. it no longer decays there, and the noise drawn grows with σ.
+MAX_WINDOWS = 4
+
+#: Bytes of one FFT temporary per block of columns (the filter works a block of columns at a time).
+_BLOCK_BYTES = 2**25
 
 
 @register
@@ -26,9 +33,15 @@ class SmoothedRandom(Encoding):
     """I.i.d. N(0, 1) noise filtered along positions with a Gaussian kernel, seeded per run.
 
     Each of the ``dim`` columns is white noise z[p] filtered along the
-    position axis p with :func:`scipy.ndimage.gaussian_filter1d` (kernel
-    g(m) ∝ exp(−m² / (2 σ²)), σ = ``length_scale`` positions, normalised to sum 1,
-    cut at |m| ≤ r = round(4 σ), scipy's ``truncate = 4``).
+    position axis p with the kernel of :func:`scipy.ndimage.gaussian_filter1d`
+    (g(m) ∝ exp(−m² / (2 σ²)), σ = ``length_scale`` positions, normalised to sum 1,
+    cut at |m| ≤ r = round(4 σ), scipy's ``truncate = 4``): x[p] = Σ_{|m| ≤ r} g(m) z[p − m].
+    The sum is computed in the Fourier domain (the linear convolution as a
+    product of real FFTs of length ≥ n_positions + 4r, so nothing wraps
+    around), which costs O((n + 4r) log(n + 4r)) per column whatever σ,
+    where the direct sum of scipy costs O((n + 2r) · 2r). It is the same
+    sum: the tables equal ``gaussian_filter1d``'s on the same noise to
+    rounding (≲ 1e-15), and every seed draws the same noise as before.
 
     Expected similarity profile
     ---------------------------
@@ -61,10 +74,16 @@ class SmoothedRandom(Encoding):
     n_positions − 1 neighbours, so the profile would rise again near the
     largest distances).
 
+    Cost: the noise is n_positions + 2r rows of ``dim`` float64, so σ is
+    limited to ``MAX_WINDOWS`` (4) × n_positions (at most about 33 windows
+    of noise): a larger σ is refused before any work (the expected profile
+    would stay above 0.984 across the window). :meth:`table_cost` declares
+    the peak memory, which the study checks up front.
+
     Parameters
     ----------
     length_scale : float
-        σ, the kernel's standard deviation in positions (>= 1).
+        σ, the kernel's standard deviation in positions (>= 1, <= 4 × n_positions).
     """
 
     kind = "smoothed_random"
@@ -77,6 +96,30 @@ class SmoothedRandom(Encoding):
             raise ParameterError(
                 f"smoothed_random: parameter 'length_scale' must be >= 1 position, got {self.length_scale!r} "
                 "(below 1 the sampled Gaussian kernel no longer has the closed-form profile)")
+
+    def _check_size(self, n_positions, dim):
+        if self.length_scale > MAX_WINDOWS * n_positions:
+            raise ParameterError(
+                f"smoothed_random: length_scale = {self.length_scale:.10g} positions is more than {MAX_WINDOWS} × "
+                f"n_positions = {MAX_WINDOWS * n_positions}: over a window of {n_positions} positions its expected "
+                f"profile exp(−k²/(4σ²)) would not fall below 0.984, and the noise drawn grows with σ. Write "
+                f"length_scale <= {MAX_WINDOWS * n_positions}, or a larger n_positions")
+
+    def _sizes(self, n_positions: int) -> tuple[int, int]:
+        """(rows of noise drawn, FFT length): n + 2r rows; a real-FFT size >= n + 4r, so no sum wraps around."""
+        rows = n_positions + 2 * self.radius
+        return rows, scipy.fft.next_fast_len(rows + 2 * self.radius, real=True)
+
+    def table_cost(self, n_positions, dim):
+        """The noise (n + 2r rows), the table, the kernel's spectrum and two FFT temporaries of one block of columns."""
+        rows, length = self._sizes(n_positions)
+        block = self._block(length, dim)
+        return TableCost(table_dim=int(dim),
+                         peak_bytes=8 * rows * dim + 8 * n_positions * dim + 16 * length + 2 * 8 * length * block)
+
+    @staticmethod
+    def _block(length: int, dim: int) -> int:
+        return max(1, min(dim, _BLOCK_BYTES // (8 * length)))
 
     @property
     def radius(self) -> int:
@@ -93,8 +136,21 @@ class SmoothedRandom(Encoding):
         k = np.asarray(distance, dtype=float)
         return np.exp(-(k**2) / (4.0 * self.length_scale**2))
 
+    def kernel(self) -> np.ndarray:
+        """g(m) for m = −r..r, shape (2r + 1,): exp(−m² / (2σ²)) normalised to sum 1 (scipy's Gaussian kernel)."""
+        m = np.arange(-self.radius, self.radius + 1, dtype=float)
+        g = np.exp(-0.5 * (m / self.length_scale) ** 2)
+        return g / g.sum()
+
     def _generate(self, n_positions, dim, rng):
         r = self.radius
-        noise = rng.standard_normal((n_positions + 2 * r, dim))
-        smooth = gaussian_filter1d(noise, self.length_scale, axis=0, mode="constant", truncate=TRUNCATE)
-        return np.ascontiguousarray(smooth[r : r + n_positions])
+        rows, length = self._sizes(n_positions)
+        noise = rng.standard_normal((rows, dim))
+        spectrum = scipy.fft.rfft(self.kernel(), length)[:, None]
+        table = np.empty((n_positions, dim))
+        block = self._block(length, dim)
+        for start in range(0, dim, block):  # the full linear convolution's rows 2r .. 2r + n − 1 are x[r .. r + n − 1]
+            cols = slice(start, start + block)
+            full = scipy.fft.irfft(scipy.fft.rfft(noise[:, cols], length, axis=0) * spectrum, length, axis=0)
+            table[:, cols] = full[2 * r : 2 * r + n_positions]
+        return table

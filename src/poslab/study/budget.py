@@ -1,8 +1,13 @@
 """Up-front resource checks: refuse a study that cannot fit in memory before any work starts.
 
-The estimate of one run's peak memory is a conservative model fitted to
-measurements of :func:`poslab.study.runner.analyse_table` (peak resident
-memory above the interpreter's, random tables, default analysis options)::
+Two estimates, both conservative models fitted to measurements (peak
+resident memory, ``resource.getrusage`` / ``/usr/bin/time -v``; the numbers
+and commands are in ``benchmarks/README.md``, "Memory estimates"):
+
+**One run** (in its worker), :func:`estimate_run_memory`: the larger of
+generating the table (what the encoding declares, :meth:`Encoding.table_cost
+<poslab.encodings.Encoding.table_cost>`) and analysing it. Analysing a
+table of n × d, fitted to :func:`poslab.study.runner.analyse_table`::
 
     n × d table   n_resamples   measured   estimate
     16384 × 256       200        235 MiB    ~410 MiB
@@ -14,10 +19,23 @@ memory above the interpreter's, random tables, default analysis options)::
 
 i.e. about 3.5 copies of the float64 table (the table, its unit rows, FFT
 blocks), 2 KiB per position (profile, anchor-block sums and bootstrap
-chunks) and 150 MiB of fixed overhead, plus the bootstrap replicates
-(n_resamples × (thresholds + 3) float64, kept as a table). It is meant to
-refuse impossible work (a billion positions, a trillion dims, a billion
-resamples) with a message, not to predict a run to the megabyte.
+chunks) and 150 MiB of fixed overhead, plus per bootstrap resample
+10 bytes per fitted distance (at most 4096), 16 per anchor block and 700
+(the replicate's weights, its refit points, its row of the replicate table):
+measured 1.6 KiB per resample at 64 positions and 9.2 KiB at 1024, the
+model gives 1.8 and 11.2 KiB.
+
+**The study's results** (in the ``poslab`` process), :func:`estimate_results_memory`:
+every run's tables are held until they are written, then the figures are
+drawn from them. Per run: 256 bytes per heatmap cell (bins²), 412 per
+profile distance, 400 per bootstrap replicate, 16 KiB of small tables and
+2 MiB for its share of the figures (a heatmap panel, its curves); 250 bytes
+per pair of labels (``comparison_pairs``); 180 MiB for the interpreter and
+libraries. Measured peak / estimate: 0.81–0.95 on grids of 50–200 runs.
+
+They are meant to refuse impossible work (a billion positions, a trillion
+dims, a billion resamples, a grid whose tables outgrow the machine) with a
+message, not to predict a run to the megabyte.
 """
 
 from __future__ import annotations
@@ -25,18 +43,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ResourceError", "estimate_run_memory", "available_memory", "check_resources", "format_bytes"]
+__all__ = ["ResourceError", "estimate_run_memory", "estimate_results_memory", "available_memory", "check_resources",
+           "format_bytes"]
 
 _TABLE_COPIES = 3.5
 _BYTES_PER_POSITION = 2048
 _OVERHEAD = 150 * 2**20
+# per bootstrap resample (module docstring)
+_RESAMPLE_PER_FITTED_DISTANCE, _RESAMPLE_PER_BLOCK, _RESAMPLE_FIXED = 10, 16, 700
+_MAX_FITTED = 4096  # fit_decay fits at most 4096 points (decay.py, "Long profiles")
+# held by the poslab process until written (module docstring)
+_HEATMAP_CELL, _PROFILE_ROW, _REPLICATE_ROW, _RUN_FIXED, _RUN_FIGURES = 256, 412, 400, 16 * 2**10, 2 * 2**20
+_PAIR_ROW, _PROCESS = 250, 180 * 2**20
 
 
 class ResourceError(ValueError):
     """A study needs more memory than this machine has; the message says how much and what to change."""
 
 
-def estimate_run_memory(n_positions: int, dim: int, *, n_resamples: int = 200, n_thresholds: int = 3) -> int:
+def estimate_run_memory(n_positions: int, dim: int, *, n_resamples: int = 200, n_thresholds: int = 3,
+                        n_fitted: int | None = None, n_blocks: int = 32, generation: int = 0) -> int:
     """Estimated peak memory of one run, in bytes (module docstring).
 
     Parameters
@@ -49,10 +75,34 @@ def estimate_run_memory(n_positions: int, dim: int, *, n_resamples: int = 200, n
         Bootstrap resamples.
     n_thresholds : int
         Band-width thresholds (one replicate column each).
+    n_fitted : int, optional
+        Distances the decay fit uses (default: all but distance 0), at most 4096.
+    n_blocks : int
+        Anchor blocks of the bootstrap.
+    generation : int
+        Peak bytes of generating the table (:meth:`Encoding.table_cost`).
     """
-    table = 8 * int(n_positions) * int(dim)
-    replicates = 8 * int(n_resamples) * (int(n_thresholds) + 3) * 4  # values, the table built from them, copies
-    return int(_TABLE_COPIES * table + _BYTES_PER_POSITION * int(n_positions) + replicates + _OVERHEAD)
+    n_positions, dim, n_resamples = int(n_positions), int(dim), int(n_resamples)
+    n_fitted = min(_MAX_FITTED, max(1, n_positions - 1) if n_fitted is None else int(n_fitted))
+    per_resample = (_RESAMPLE_PER_FITTED_DISTANCE * n_fitted + _RESAMPLE_PER_BLOCK * int(n_blocks) + _RESAMPLE_FIXED
+                    + 8 * (int(n_thresholds) + 3))
+    analysis = _TABLE_COPIES * 8 * n_positions * dim + _BYTES_PER_POSITION * n_positions + per_resample * n_resamples
+    return int(max(analysis, int(generation)) + _OVERHEAD)
+
+
+def estimate_results_memory(spec) -> int:
+    """Estimated peak memory of the ``poslab`` process holding, writing and drawing every run's tables, in bytes.
+
+    Counts every run (module docstring), failed or not.
+    """
+    options = spec.analysis
+    total, labels = _PROCESS, set()
+    for run in spec.runs():
+        bins = min(int(options.heatmap_bins), run.n_positions)
+        total += (_HEATMAP_CELL * bins * bins + _PROFILE_ROW * (run.max_distance + 1)
+                  + _REPLICATE_ROW * int(options.n_resamples) + _RUN_FIXED + _RUN_FIGURES)
+        labels.add(run.label)
+    return int(total + _PAIR_ROW * len(labels) * (len(labels) - 1) // 2)
 
 
 def _read_int(path: str) -> int | None:
@@ -101,19 +151,19 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} EiB"  # pragma: no cover
 
 
-def _table_dim(encoding, dim: int) -> int:
-    """Width of the table a run analyses: a learned table's own width, else the study's ``dim`` (an upper bound)."""
-    table = getattr(encoding, "table", None)
-    if encoding.keeps_own_dim and callable(table):
-        try:
-            return int(table().shape[1])
-        except Exception:  # noqa: BLE001 - the estimate falls back to the study's dim
-            return dim
-    return dim
+def _run_memory(run, spec) -> tuple[int, int, int]:
+    """(estimated peak bytes, table width, generation bytes) of one run: what its encoding declares, the analysis."""
+    options = spec.analysis
+    cost = run.encoding.table_cost(run.n_positions, spec.dim)
+    fitted = max(1, run.max_distance - int(options.fit_min_distance) + 1)
+    need = estimate_run_memory(run.n_positions, cost.table_dim, n_resamples=options.n_resamples,
+                               n_thresholds=len(options.thresholds), n_fitted=fitted, n_blocks=options.n_blocks,
+                               generation=cost.peak_bytes)
+    return need, cost.table_dim, cost.peak_bytes
 
 
 def check_resources(spec, *, workers: int = 1, available: int | None = None) -> int:
-    """Refuse a study whose largest runs, ``workers`` at a time, need more memory than is available.
+    """Refuse a study whose largest runs, ``workers`` at a time, and its collected tables need more memory than is available.
 
     Parameters
     ----------
@@ -127,34 +177,45 @@ def check_resources(spec, *, workers: int = 1, available: int | None = None) -> 
     Returns
     -------
     int
-        The estimated peak of the ``workers`` largest runs together, in bytes.
+        The estimated peak: the ``workers`` largest runs together plus the
+        tables the ``poslab`` process collects, in bytes.
 
     Raises
     ------
     ResourceError
         The estimate exceeds the available memory; the message names the
-        largest run, both numbers and what to change.
+        largest run or the size of the results, both numbers and what to change.
     """
     options = spec.analysis
-    estimates = []
-    for run in spec.runs():
-        need = estimate_run_memory(run.n_positions, _table_dim(run.encoding, spec.dim),
-                                   n_resamples=options.n_resamples, n_thresholds=len(options.thresholds))
-        estimates.append((need, run))
-    estimates.sort(key=lambda e: e[0], reverse=True)
+    runs = spec.runs()
+    estimates = sorted(((*_run_memory(run, spec), run) for run in runs), key=lambda e: e[0], reverse=True)
     workers = max(1, min(workers, len(estimates)))
-    total = sum(e[0] for e in estimates[:workers])
+    together = sum(e[0] for e in estimates[:workers])
+    results = estimate_results_memory(spec)
+    total = together + results
     available = available_memory() if available is None else available
     if available is None or total <= available:
         return total
-    need, run = estimates[0]
+    need, table_dim, generation, run = estimates[0]
+    if results > together:  # the runs' tables are the larger part
+        bins = min(int(options.heatmap_bins), spec.n_positions)
+        raise ResourceError(
+            f"{spec.source}: its {len(runs)} runs keep about {format_bytes(results)} of tables in memory until they "
+            f"are written and drawn (per run: a {bins} × {bins} heatmap, a profile of up to {spec.n_positions} "
+            f"distances, {options.n_resamples} bootstrap replicates, its figure panels), {format_bytes(total)} "
+            f"with the analysis, and {format_bytes(available)} is available: run fewer runs (split the grid into "
+            "several studies), or lower n_positions, [analysis] heatmap_bins or n_resamples; or pass --force to "
+            "try anyway")
     name = run.label if run.seed is None else f"{run.label} seed {run.seed}"
-    together = (f"; {workers} runs at a time need about {format_bytes(total)}" if workers > 1 else "")
+    generating = (f" (generating its table alone {format_bytes(generation)}, as {run.encoding.kind} declares: "
+                  "see its parameters)" if generation + _OVERHEAD >= need else "")
+    at_once = (f"; {workers} runs at a time need about {format_bytes(together)}" if workers > 1 else "")
     fix = ("use fewer --jobs (each run alone needs about " + format_bytes(need) + "), or analyse"
-           if workers > 1 and need <= available else "analyse")
+           if workers > 1 and need + results <= available else "analyse")
     raise ResourceError(
         f"{spec.source}: the largest run ({name}: {run.n_positions} positions, dim "
-        f"{_table_dim(run.encoding, spec.dim)}, n_resamples {options.n_resamples}) needs about {format_bytes(need)} "
-        f"of memory{together}, and {format_bytes(available)} is available: {fix} a shorter window "
-        "(n_positions), a smaller dim or fewer resamples; or pass --force to try anyway"
+        f"{table_dim}, n_resamples {options.n_resamples}) needs about {format_bytes(need)} "
+        f"of memory{generating}{at_once}, the collected tables about {format_bytes(results)}, and {format_bytes(available)} is "
+        f"available: {fix} a shorter window (n_positions), a smaller dim or fewer resamples; or pass --force to "
+        "try anyway"
     )

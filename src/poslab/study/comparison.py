@@ -271,11 +271,11 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 row["no_interval"] = "too many of its bootstrap refits failed"
             if enough:
                 replicates[label] = result.decay_lengths
-            elif best is not None:  # an interval was left empty: say so where it happens, not for every study
+            elif best is not None and n_resamples:  # an interval was left empty: say so where it happens
                 need = next(n for n in itertools.count(len(seeds)) if math.comb(2 * n - 1, n) >= min_replicates(level))
                 warnings.warn(f"{label}: {len(seeds)} seeds have only {math.comb(2 * len(seeds) - 1, len(seeds))} "
                               f"distinct seed resamples, too few for an interval across seeds at ci_level = "
-                              f"{level:.4g}; comparison.csv leaves its decay-length interval empty (each run's own "
+                              f"{level!r}; comparison.csv leaves its decay-length interval empty (each run's own "
                               f"interval in summary.csv stands). Use at least {need} seeds", StudyWarning, stacklevel=2)
         else:
             run = runs.iloc[0]

@@ -142,8 +142,10 @@ def map_unordered(func: Callable, items: Sequence, *, executor: str = "processes
         Where calls run (module docstring).
     jobs : int, optional
         Worker processes for ``processes`` and a local Dask cluster (default
-        :func:`default_jobs`). ``processes`` with one job, or one item, runs
-        serially in this process.
+        :func:`default_jobs`). ``processes`` uses worker processes even for
+        one job or one item: a long call in a worker leaves this process free
+        to act on Ctrl-C and SIGTERM at once (a call in this process, deep
+        in one C routine, would hold them until it returns).
     scheduler : str, optional
         Address of a running Dask scheduler; only with ``executor="dask"``.
 
@@ -171,7 +173,7 @@ def map_unordered(func: Callable, items: Sequence, *, executor: str = "processes
     jobs = jobs or default_jobs()
     if executor == "dask":
         yield from _map_dask(func, items, jobs, scheduler)
-    elif executor == "serial" or jobs == 1 or len(items) <= 1:
+    elif executor == "serial" or not items:
         for index, item in enumerate(items):
             yield index, _record(func, item)
     else:

@@ -232,7 +232,7 @@ def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "proces
         :mod:`poslab.study.executors`.
     jobs : int, optional
         Worker processes of the pool or of a local Dask cluster (default: the
-        usable CPUs; 1 runs serially in this process).
+        usable CPUs; even 1 runs in a worker process, so Ctrl-C and SIGTERM act at once).
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``) for
         ``executor="dask"``; a local cluster is started when omitted.

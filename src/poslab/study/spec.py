@@ -165,17 +165,25 @@ def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_ru
     return out
 
 
-def _warn_meaningless_intervals(analysis: AnalysisOptions, seeds, encodings, where: str) -> None:
-    """Warn where an interval at ``ci_level`` cannot mean what it says; those intervals are left empty."""
+def _warn_meaningless_intervals(analysis: AnalysisOptions, seeds, encodings, where: str) -> AnalysisOptions:
+    """Warn where an interval at ``ci_level`` cannot mean what it says; return the options to use.
+
+    With fewer resamples than :func:`min_replicates` every interval would be
+    left empty, so none are drawn: the options returned have
+    ``n_resamples = 0`` (recorded as used), and the warning says so.
+    """
     if analysis.n_resamples == 0:
-        return
+        return analysis
     need = min_replicates(analysis.ci_level)
-    level = f"{analysis.ci_level:.4g}"
     if analysis.n_resamples < need:
         warnings.warn(f"{where}: [analysis] n_resamples = {analysis.n_resamples} is too few for intervals at "
-                      f"ci_level = {level}: at least {need} (= 2 / (1 - ci_level)) are needed so that each end lies "
-                      "between resamples, not at the most extreme one. Every interval is left empty; use "
-                      f"n_resamples >= {need}, or n_resamples = 0 for no intervals", StudyWarning, stacklevel=3)
+                      f"ci_level = {analysis.ci_level!r}: at least {need} (= 2 / (1 - ci_level)) are needed so that "
+                      "each end lies between resamples, not at the most extreme one. Every interval would be empty, "
+                      "so no resamples are drawn (n_resamples = 0 is used and recorded); use "
+                      f"n_resamples >= {need} or a lower ci_level for intervals, or n_resamples = 0 to silence this",
+                      StudyWarning, stacklevel=3)
+        return dataclasses.replace(analysis, n_resamples=0)
+    return analysis
 
 
 def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
@@ -234,7 +242,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
             try:
                 enc.check_size(length, dim)
             except Exception as exc:  # any failure to produce the table is this entry's fault
-                msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+                msg = (exc.args[0] if isinstance(exc, KeyError) else str(exc)).removeprefix(f"{enc.kind}: ")
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
             if enc.label in labels:
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1}: {enc.label} appears twice; remove the duplicate")
@@ -242,7 +250,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
             n_runs += len(seeds) if enc.stochastic else 1
             encodings.append(enc)
             lengths.append(length)
-    _warn_meaningless_intervals(analysis, seeds, encodings, where)
+    analysis = _warn_meaningless_intervals(analysis, seeds, encodings, where)
     return StudySpec(
         name=name,
         n_positions=n_positions,
