@@ -52,3 +52,13 @@ def test_console_prints_exact_not_a_zero_width_bracket(result):
     assert "[" in noisy and "(exact)" not in noisy
     assert "(exact): the table is exactly translation invariant" in text
     assert "(exact)" not in _summary_text(result.summary[result.summary["label"] == NOISY])  # no footnote either
+
+
+def test_a_study_of_exact_runs_only_keeps_its_interval_columns_empty():
+    """The columns are the schema's whatever the runs: empty, never absent."""
+    spec = parse_study({"name": "only", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "rotary", "rope_theta": 100.0}]})
+    s = run_study(spec, progress=False, executor="serial").summary
+    for col in ("decay_length_ci_low", "decay_length_ci_high", "band_width_0p5_ci_low", "band_width_0p5_ci_high"):
+        assert col in s.columns and s[col].isna().all()
+    assert (s["ci_method"] == "exact").all()

@@ -69,13 +69,13 @@ class Bootstrap(Stage):
         boot = ctx.bootstrap
         if boot is None:
             return Output(summary={"ci_method": "none", "n_resamples": 0})
-        summary = {}
-        if not boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
-            low, high = boot.decay_length_ci
-            summary = {"decay_length_ci_low": low, "decay_length_ci_high": high}
-            for t, (low, high) in boot.band_widths_ci.items():
-                name = BAND_WIDTH.member(t)
-                summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        low, high = boot.decay_length_ci
+        summary = {"decay_length_ci_low": low, "decay_length_ci_high": high}
+        for t, (low, high) in boot.band_widths_ci.items():
+            name = BAND_WIDTH.member(t)
+            summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
+            summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
                     "n_resamples": boot.n_resamples,
                     "block_length": boot.block_length, "n_failed_refits": boot.n_failed}
