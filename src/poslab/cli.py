@@ -98,7 +98,7 @@ def main():
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask; default: a local cluster).")
 @click.option("--force", is_flag=True,
-              help="Skip the up-front limits: more than 10000 runs, or more memory than is available.")
+              help="Skip the up-front limits: more than 10000 runs or 10^6 pairs to compare, or more memory than is available.")
 def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     """Run STUDY (a TOML file; default: the packaged compare_encodings study).
 

@@ -27,11 +27,12 @@ model gives 1.8 and 11.2 KiB.
 
 **The study's results** (in the ``poslab`` process), :func:`estimate_results_memory`:
 every run's tables are held until they are written, then the figures are
-drawn from them. Per run: 256 bytes per heatmap cell (bins²), 412 per
-profile distance, 400 per bootstrap replicate, 16 KiB of small tables and
-2 MiB for its share of the figures (a heatmap panel, its curves); 250 bytes
-per pair of labels (``comparison_pairs``); 180 MiB for the interpreter and
-libraries. Measured peak / estimate: 0.81–0.95 on grids of 50–200 runs.
+drawn from them (at most 16 heatmap panels and 10 curves each, so their
+cost does not grow with the runs). Per run: 160 bytes per heatmap cell
+(bins²), 260 per profile distance, 250 per bootstrap replicate and 16 KiB
+of small tables; 1100 bytes per pair of labels (``comparison_pairs``, built
+row by row: 1047 measured); 240 MiB for the interpreter, libraries and
+figures. Measured peak / estimate: 0.94–0.95 on grids of 50–200 runs.
 
 They are meant to refuse impossible work (a billion positions, a trillion
 dims, a billion resamples, a grid whose tables outgrow the machine) with a
@@ -53,8 +54,8 @@ _OVERHEAD = 150 * 2**20
 _RESAMPLE_PER_FITTED_DISTANCE, _RESAMPLE_PER_BLOCK, _RESAMPLE_FIXED = 10, 16, 700
 _MAX_FITTED = 4096  # fit_decay fits at most 4096 points (decay.py, "Long profiles")
 # held by the poslab process until written (module docstring)
-_HEATMAP_CELL, _PROFILE_ROW, _REPLICATE_ROW, _RUN_FIXED, _RUN_FIGURES = 256, 412, 400, 16 * 2**10, 2 * 2**20
-_PAIR_ROW, _PROCESS = 250, 180 * 2**20
+_HEATMAP_CELL, _PROFILE_ROW, _REPLICATE_ROW, _RUN_FIXED = 160, 260, 250, 16 * 2**10
+_PAIR_ROW, _PROCESS = 1100, 240 * 2**20
 
 
 class ResourceError(ValueError):
@@ -100,7 +101,7 @@ def estimate_results_memory(spec) -> int:
     for run in spec.runs():
         bins = min(int(options.heatmap_bins), run.n_positions)
         total += (_HEATMAP_CELL * bins * bins + _PROFILE_ROW * (run.max_distance + 1)
-                  + _REPLICATE_ROW * int(options.n_resamples) + _RUN_FIXED + _RUN_FIGURES)
+                  + _REPLICATE_ROW * int(options.n_resamples) + _RUN_FIXED)
         labels.add(run.label)
     return int(total + _PAIR_ROW * len(labels) * (len(labels) - 1) // 2)
 
@@ -202,7 +203,8 @@ def check_resources(spec, *, workers: int = 1, available: int | None = None) -> 
         raise ResourceError(
             f"{spec.source}: its {len(runs)} runs keep about {format_bytes(results)} of tables in memory until they "
             f"are written and drawn (per run: a {bins} × {bins} heatmap, a profile of up to {spec.n_positions} "
-            f"distances, {options.n_resamples} bootstrap replicates, its figure panels), {format_bytes(total)} "
+            f"distances, {options.n_resamples} bootstrap replicates; and the pairs of labels compared), "
+            f"{format_bytes(total)} "
             f"with the analysis, and {format_bytes(available)} is available: run fewer runs (split the grid into "
             "several studies), or lower n_positions, [analysis] heatmap_bins or n_resamples; or pass --force to "
             "try anyway")

@@ -38,11 +38,16 @@ from ..encodings import Encoding, make_encoding
 from ..stages import AnalysisOptions, parse_options
 from ..encodings.registry import get_encoding_class
 
-__all__ = ["MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
+__all__ = ["MAX_PAIRS", "MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
 
 #: Most runs a study may expand to unless the cap is lifted on purpose (``poslab run --force``,
 #: ``parse_study(max_runs=None)``): a typo in a grid (a long list, many seeds) is refused before any work.
 MAX_RUNS = 10_000
+
+#: Most pairs of labels ``comparison_pairs`` may compare under the same cap (lifted with it): each pair costs
+#: ~170 µs and ~1 KiB (benchmarks/README.md), so 10⁶ pairs (1415 labels) take ~3 minutes and ~1 GiB, and the
+#: 8 × 10⁶ pairs of 4000 labels ~25 minutes and ~8 GiB.
+MAX_PAIRS = 1_000_000
 
 
 class StudyError(ValidationError):
@@ -250,6 +255,13 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
             n_runs += len(seeds) if enc.stochastic else 1
             encodings.append(enc)
             lengths.append(length)
+    pairs = len(encodings) * (len(encodings) - 1) // 2
+    if max_runs is not None and pairs > MAX_PAIRS:
+        raise StudyError(f"{where}: its {len(encodings)} encodings make {pairs} pairs to compare "
+                         f"(comparison_pairs.csv), more than the {MAX_PAIRS} a study may have (each pair costs "
+                         f"~170 µs and ~1 KiB: about {pairs * 170e-6 / 60:.0f} minutes here); split the grid into "
+                         f"studies of at most {math.isqrt(2 * MAX_PAIRS) + 1} encodings each, or pass --force to "
+                         "run it anyway")
     analysis = _warn_meaningless_intervals(analysis, seeds, encodings, where)
     return StudySpec(
         name=name,
