@@ -111,3 +111,24 @@ def test_dbrx_rope_theta_in_attn_config_is_read(tmp_path):
     assert "dbrx: rope_theta is read from attn_config" in r.summary()["rope_rules"]
     held, _ = oracle.module_frequencies(_module(tmp_path))
     np.testing.assert_allclose(held, 10000.0 ** (-np.arange(0, 128, 2) / 128), rtol=1e-6)  # the divergence
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_config_resaved_by_transformers_reads_the_same(tmp_path, name):
+    """QA: a Qwen2-VL config re-saved by transformers 5 ({"type": "mrope", "rope_type": "default", ...}) was refused.
+
+    Any published config, loaded and written back with save_pretrained (what fine-tuning leaves), must give the
+    frequencies and attention scaling of the published file, and of the model's rotary module.
+    """
+    oracle.quiet()
+    (tmp_path / "published").mkdir()
+    (tmp_path / "published" / "config.json").write_text(json.dumps(PUBLISHED[name]))
+    transformers.AutoConfig.from_pretrained(tmp_path / "published").save_pretrained(tmp_path / "resaved")
+    n = 64
+    published = make_encoding("rotary", config=str(tmp_path / "published")).resolve(4096, n)
+    resaved = make_encoding("rotary", config=str(tmp_path / "resaved")).resolve(4096, n)
+    np.testing.assert_allclose(resaved.inv_freq, published.inv_freq, rtol=1e-12)
+    assert resaved.attention_scaling == pytest.approx(published.attention_scaling, rel=1e-12)
+    first, second = oracle.module_tables(_module(tmp_path / "resaved"), n)
+    err, layout = oracle.match_layout(first, second, resaved.inv_freq, resaved.attention_scaling)
+    assert err < 5e-5, f"{name}: {err:.3g} ({layout})"

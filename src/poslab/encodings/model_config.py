@@ -427,7 +427,11 @@ class _Reader:
         if rope is not None:
             rope_type = rope.get("rope_type", rope.get("type", "default"))
             if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"]:
-                self.fail(f"{name} gives type = {rope['type']!r} and rope_type = {rope['rope_type']!r}; keep one")
+                if (rope["type"], rope["rope_type"]) != ("mrope", "default"):
+                    self.fail(f"{name} gives type = {rope['type']!r} and rope_type = {rope['rope_type']!r}; keep one")
+                # transformers 5 re-saves a legacy Qwen2-VL dict with both keys and reads rope_type
+                self.rules.append(f"{name}: type 'mrope' beside rope_type 'default' (a legacy Qwen2-VL dict as "
+                                  "transformers 5 re-saves it): default RoPE with mrope_section, as transformers reads it")
             key = "rope_type" if "rope_type" in rope else "type"
             self.sources["rope_type"] = f"config: {name}.{key}" if key in rope else "transformers default"
         else:
