@@ -253,6 +253,8 @@ def encodings(kinds):
                        "a model folder, a Hugging Face cache snapshot or models--ORG--NAME folder, a Hub id "
                        "ORG/NAME[@REVISION], or a poslab training-run folder")
             click.echo("    bundled sources: " + "; ".join(f"{k} ({v[1]})" for k, v in BUNDLED_TABLES.items()))
+            click.echo('    a bundled name that is also a file or folder is refused: write "./NAME" for the path, '
+                       '"bundled:NAME" for the bundled table')
 
 
 @main.command()
@@ -305,7 +307,8 @@ def plot(results):
 def inspect(source, key):
     """List the position tensors of SOURCE and say which one `learned` would use, and why.
 
-    SOURCE: anything `learned source = ...` accepts: a bundled name (gpt2, ...), a weights file or
+    SOURCE: anything `learned source = ...` accepts: a bundled name (gpt2 or bundled:gpt2; a bare name that is
+    also a path here is refused: write ./gpt2 for the path), a weights file or
     config.json, a Hugging Face model folder, cache snapshot or models--ORG--NAME folder, a Hub id
     ORG/NAME[@REVISION], or a training-run folder. Runs the checks a study entry `learned source =
     SOURCE` runs, and exits 2 with the study's message whenever that entry would be refused.

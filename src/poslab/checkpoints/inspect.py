@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path
+from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_name, bundled_path
 from .files import list_tensors
 from .positions import describe_selection, select_position_table
 from .runs import is_training_run, open_training_run
@@ -42,7 +42,7 @@ def inspect_source(source, key: str | None = None) -> str:
     Parameters
     ----------
     source : str or Path
-        Anything ``learned`` accepts as ``source``: a bundled name, a weights
+        Anything ``learned`` accepts as ``source``: a bundled name (``gpt2``, ``bundled:gpt2``), a weights
         file or ``config.json``, a model folder, a cache snapshot or
         ``models--ORG--NAME`` folder, a Hub id, or a training-run folder.
     key : str, optional
@@ -61,13 +61,14 @@ def inspect_source(source, key: str | None = None) -> str:
         Nothing would be used (ambiguous, refused, none found); carries the
         report and the reason.
     FileNotFoundError, KeyError, ValueError, ImportError
-        The source cannot be read (see :func:`poslab.checkpoints.select_position_table`).
+        A bare bundled name that is also a path here (ambiguous), or the source cannot be read (see :func:`poslab.checkpoints.select_position_table`).
     """
     text = str(source)
-    if text in BUNDLED_TABLES and not Path(text).exists():
+    name = bundled_name(text)  # the one rule learned follows: a bare bundled name that is also a path is refused
+    if name is not None:
         if key is not None:
-            raise ValueError(f"bundled table {text!r} holds one tensor; remove --key")
-        return _bundled(text) + _learned_check(text, key)
+            raise ValueError(f"bundled table {name!r} holds one tensor; remove --key")
+        return _bundled(name) + _learned_check(text, key)
     if Path(text).exists() and is_training_run(text):
         run = open_training_run(text)
         lines = [f"{Path(text)}: poslab training run, {len(run.steps)} saved step(s)"]
@@ -122,8 +123,8 @@ def _learned_check(text: str, key: str | None) -> str:
 
 def _report_so_far(text: str, key: str | None) -> str:
     """The report without the study's checks (for a refusal found by them)."""
-    if text in BUNDLED_TABLES and not Path(text).exists():
-        return _bundled(text)
+    if bundled_name(text) is not None:
+        return _bundled(bundled_name(text))
     selection = select_position_table(text, key)
     return describe_selection(selection) + _provenance(selection.checkpoint.model)
 

@@ -307,6 +307,9 @@ class Selection:
     chosen : Candidate or None
     reason : str
         Why ``chosen`` was taken, or why nothing was.
+    scheme : str or None
+        The position scheme of a known architecture that has no learned absolute table (RoPE,
+        ALiBi, T5 buckets), when that is why nothing was chosen; its tensors are then not offered.
     """
 
     checkpoint: Checkpoint
@@ -315,12 +318,15 @@ class Selection:
     chosen: Candidate | None
     reason: str
     tensors: tuple[TensorInfo, ...] = ()
+    scheme: str | None = None
 
     def require(self) -> Candidate:
         """The chosen candidate, or ValueError saying why there is none (candidates, else tensors, listed)."""
         if self.chosen is None:
             if self.candidates:
                 listed = "Candidates:" + "".join(f"\n  {c.describe()}" for c in self.candidates)
+            elif self.scheme is not None:  # none of its tensors is a position table: listing them invites a wrong key
+                raise ValueError(f"{self.checkpoint.path}: {self.reason}")
             else:
                 listed = f"It holds {tensor_list(self.tensors)}"
             raise ValueError(f"{self.checkpoint.path}: {self.reason}. {listed}")
@@ -540,8 +546,8 @@ def select_position_table(path, key: str | None = None) -> Selection:
         elif info.key is not None and (POSITION_NAME.search(info.key) or info.key.endswith("position_ids")):
             candidates.append(_by_name(info))
 
-    def done(chosen, reason):
-        return Selection(ckpt, model_type, tuple(candidates), chosen, reason, tuple(tensors))
+    def done(chosen, reason, scheme=None):
+        return Selection(ckpt, model_type, tuple(candidates), chosen, reason, tuple(tensors), scheme)
 
     if key is not None:
         info = next((i for i in tensors if i.key == key), None)
@@ -603,7 +609,30 @@ def select_position_table(path, key: str | None = None) -> Selection:
     if usable:
         return done(None, f"{why}; {len(usable)} float tensors are named like a position table: ambiguous, "
                           f"choose one with key = NAME{give}")
+    scheme = _scheme_without_table(model_type) if ckpt.config is not None else None
+    if scheme is not None:
+        what, advice = scheme
+        return done(None, f"{model_type} uses {what}: it has no learned position table; {advice}".replace(
+            "SOURCE", f'"{ckpt.model.source}"'), what)
     return done(None, f"{why}; no float tensor is named like a position table; choose one with key = NAME{give}")
+
+
+def _scheme_without_table(model_type: str | None) -> tuple[str, str] | None:
+    """(scheme, what to write) for a known architecture without a learned absolute table, else None.
+
+    Read from what :mod:`poslab.encodings.model_config` knows of transformers' architectures (rotary
+    model_types, refused rotary variants, the well-known schemes without RoPE); no second list here.
+    """
+    from ..encodings.model_config import NO_ROPE_SCHEMES, REFUSED_ARCHITECTURES, architectures
+
+    if model_type in REFUSED_ARCHITECTURES:
+        return REFUSED_ARCHITECTURES[model_type], "poslab does not analyse it"
+    if model_type in architectures():
+        return "RoPE (rotary embeddings)", 'use kind = "rotary" with config = SOURCE'
+    scheme = NO_ROPE_SCHEMES.get(model_type)
+    if scheme is not None and "learned absolute" not in scheme:
+        return scheme, "nothing in poslab analyses it yet"
+    return None
 
 
 def load_position_table(selection: Selection) -> np.ndarray:

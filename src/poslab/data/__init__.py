@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED_TABLES", "BUNDLED_GRIDS", "BUNDLED_RUNS", "bundled_path", "bundled_run_path"]
+__all__ = ["BUNDLED_TABLES", "BUNDLED_GRIDS", "BUNDLED_RUNS", "BUNDLED_PREFIX", "bundled_name", "bundled_path",
+           "bundled_run_path"]
 
 #: name → (file, description). Every file is a float32 ``.npy`` of shape (positions, dim).
 BUNDLED_TABLES: dict[str, tuple[str, str]] = {
@@ -30,6 +32,51 @@ BUNDLED_GRIDS: dict[str, tuple[int, int]] = {"siglip-so400m": (27, 27)}
 
 #: name -> folder of a bundled ``poslab train`` run (its saved steps; the table of the name is its last step).
 BUNDLED_RUNS: dict[str, str] = {"trained-char-lm": "trained_char_lm"}
+
+
+#: ``bundled:NAME`` names the bundled table NAME and can never be a path.
+BUNDLED_PREFIX = "bundled:"
+
+
+def bundled_name(source, folder=None) -> str | None:
+    """The bundled table ``source`` names, or None when it names a path or a Hub id.
+
+    The one rule, for ``learned source =``, ``poslab inspect`` and the Python API:
+    ``bundled:NAME`` always names the bundled table NAME; a bare ``NAME`` (``gpt2``) names it
+    only when no file or folder ``NAME`` exists in ``folder`` (default: the working folder; a
+    study file also checks its own folder), and is refused as ambiguous when one does; anything
+    else (``./gpt2``, any name with a path separator) is a path or a Hub id.
+
+    Parameters
+    ----------
+    source : str or Path
+        What the user wrote.
+    folder : str or Path, optional
+        Where a relative path would be looked for; default the working folder.
+
+    Raises
+    ------
+    ValueError
+        ``bundled:NAME`` with NAME not bundled, or a bare bundled name that is also a path in
+        ``folder``; the message names both readings and what to write for each.
+    """
+    if not isinstance(source, str):
+        return None
+    if source.startswith(BUNDLED_PREFIX):
+        name = source[len(BUNDLED_PREFIX):]
+        if name not in BUNDLED_TABLES:
+            raise ValueError(f"{source!r}: no bundled table {name!r}; bundled tables: {', '.join(BUNDLED_TABLES)}")
+        return name
+    if source not in BUNDLED_TABLES:
+        return None
+    local = Path(folder if folder is not None else ".") / source
+    if local.exists() or local.is_symlink():
+        what = "folder" if local.is_dir() else "file"
+        raise ValueError(
+            f"{source!r} is both the bundled table {source} ({BUNDLED_TABLES[source][1]}) and the {what} "
+            f"{os.path.abspath(local)}; poslab does not guess which. Write \"./{source}\" for the {what}, or "
+            f"\"{BUNDLED_PREFIX}{source}\" for the bundled table")
+    return source
 
 
 def bundled_run_path(name: str) -> Path:

@@ -89,12 +89,16 @@ class Encoding:
     path_params : tuple of str
         Parameters holding file or folder paths: in a study file, relative
         paths that exist beside the study file are resolved against it.
+    bundled_params : tuple of str
+        Path parameters that also take a bundled name (:func:`poslab.data.bundled_name`): in a
+        study file a bare bundled name that also exists beside the study file is refused as ambiguous.
     """
 
     kind: ClassVar[str] = ""
     stochastic: ClassVar[bool] = False
     keeps_own_dim: ClassVar[bool] = False
     path_params: ClassVar[tuple[str, ...]] = ()
+    bundled_params: ClassVar[tuple[str, ...]] = ()
 
     #: What an omitted (None) parameter means, as ``poslab encodings`` prints it (e.g. rotary's
     #: ``rope_theta``: "from config, else 10000"); parameters not listed show their default.

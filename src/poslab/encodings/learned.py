@@ -17,7 +17,7 @@ from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
 from ..checkpoints.sources import parse_hub_id, resolve_model
-from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_path, bundled_run_path
+from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_name, bundled_path, bundled_run_path
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 
@@ -146,7 +146,9 @@ def load_learned(source: str, key: str | None = None, step: int | None = None) -
     Parameters
     ----------
     source : str
-        A bundled table name, a weights file, a Hugging Face model folder,
+        A bundled table name (``gpt2``; ``bundled:gpt2`` always means the bundled table, and a
+        bare name that also exists as a path is refused as ambiguous, see
+        :func:`poslab.data.bundled_name`), a weights file, a Hugging Face model folder,
         a local cache snapshot (``models--ORG--NAME/snapshots/REV``, or the
         ``models--ORG--NAME`` folder) or a poslab training-run folder.
     key : str, optional
@@ -164,19 +166,24 @@ def load_learned(source: str, key: str | None = None, step: int | None = None) -
     FileNotFoundError
         ``source`` is neither a bundled name nor an existing file or folder.
     KeyError, ValueError, ImportError
-        Unknown key or step, an ambiguous or missing position table (the
+        A bare bundled name that is also a path (ambiguous: write ``./NAME`` or ``bundled:NAME``);
+        unknown key or step, an ambiguous or missing position table (the
         candidates are listed), an offset mismatch, an unreadable file.
     """
-    if source in BUNDLED_RUNS and step is not None:  # a saved step of a bundled training run
-        run = bundled_run_path(source)
+    try:
+        name = bundled_name(source)
+    except ValueError as exc:
+        raise ValueError(f"learned: source = {exc}") from None
+    if name in BUNDLED_RUNS and step is not None:  # a saved step of a bundled training run
+        run = bundled_run_path(name)
         return _load_cached(str(run), key, step, _fingerprint(run))
-    if source in BUNDLED_TABLES:
+    if name is not None:
         if key is not None:
-            raise ValueError(f"learned: bundled table {source!r} holds one tensor; remove key={key!r}")
+            raise ValueError(f"learned: bundled table {name!r} holds one tensor; remove key={key!r}")
         if step is not None:
             raise ValueError(f"learned: step is only for training runs ({', '.join(BUNDLED_RUNS)} or a "
-                             f"run folder); {source!r} is a bundled table")
-        return _load_cached(source, None, None, ())
+                             f"run folder); {name!r} is a bundled table")
+        return _load_cached(name, None, None, ())
     path = Path(source).expanduser()
     if not path.exists() and not path.is_symlink():
         if parse_hub_id(source) is None:
@@ -213,7 +220,9 @@ class Learned(Encoding):
         A bundled table — ``gpt2`` (GPT-2 small ``wpe``, 1024 × 768),
         ``gpt1`` (512 × 768), ``whisper-tiny`` / ``whisper-base`` /
         ``whisper-small`` (decoder, 448 × 384/512/768), ``siglip-so400m``
-        (729 × 1152, a 27 × 27 patch grid) — or a path: a ``.npy``,
+        (729 × 1152, a 27 × 27 patch grid), also written ``bundled:gpt2``;
+        a bare name that also exists as a file or folder is refused as
+        ambiguous (write ``./gpt2`` for the folder) — or a path: a ``.npy``,
         ``.npz``, ``.safetensors`` or PyTorch ``.bin``/``.pt`` file (the last
         only with torch installed, through ``torch.load(weights_only=True)``),
         a ``config.json``, a Hugging Face model folder or cache snapshot, a
@@ -257,6 +266,7 @@ class Learned(Encoding):
 
     kind = "learned"
     path_params = ("source",)
+    bundled_params = ("source",)
     keeps_own_dim = True
 
     #: What an omitted (None) parameter means, as ``poslab encodings`` prints it.
@@ -296,8 +306,8 @@ class Learned(Encoding):
         if params.get("step") != "all":
             return params
         source = params.get("source")
-        if isinstance(source, str) and source in BUNDLED_RUNS:
-            source = bundled_run_path(source)
+        if bundled_name(source) in BUNDLED_RUNS:
+            source = bundled_run_path(bundled_name(source))
         if not isinstance(source, (str, Path)) or not is_training_run(source):
             raise ValueError(f'step = "all" needs source = one training-run folder (holding {RUN_FILE}); '
                              f"got source = {source!r}")

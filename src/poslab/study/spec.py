@@ -34,6 +34,7 @@ from typing import Any
 
 from .._validation import Integer, ListOf, Text, ValidationError, check, missing_message
 from ..analysis.bootstrap import min_replicates
+from ..data import BUNDLED_TABLES, bundled_name
 from ..encodings import Encoding, make_encoding
 from ..stages import AnalysisOptions, parse_options
 from ..encodings.registry import get_encoding_class
@@ -277,14 +278,21 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
     )
 
 
-def _beside(value, folder: Path):
-    """A relative path that exists in ``folder``, recorded relative to the working folder; else unchanged."""
+def _beside(value, folder: Path, bundled: bool = False):
+    """A relative path that exists in ``folder``, recorded relative to the working folder; else unchanged.
+
+    With ``bundled``, a bundled name stays a name (:func:`poslab.data.bundled_name`, which raises
+    ValueError when a bare one also exists in ``folder``).
+    """
     if isinstance(value, list):
-        return [_beside(v, folder) for v in value]
+        return [_beside(v, folder, bundled) for v in value]
+    if bundled and bundled_name(value, folder) is not None:
+        return value
     if isinstance(value, str) and value and not Path(value).is_absolute() and (folder / value).exists():
         resolved = (folder / value).resolve()
         cwd = Path.cwd().resolve()
-        return str(resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved)
+        out = str(resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved)
+        return f"./{out}" if bundled and out in BUNDLED_TABLES else out  # a path, never read as the bundled name
     return value
 
 
@@ -316,10 +324,13 @@ def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
     for entry in data.get("encodings", []) if isinstance(data.get("encodings"), list) else []:
         try:
-            names = get_encoding_class(entry["kind"]).path_params
+            cls = get_encoding_class(entry["kind"])
         except (TypeError, KeyError, ValueError):
             continue  # parse_study reports a missing or unknown kind
-        for name in names:
+        for name in cls.path_params:
             if name in entry:
-                entry[name] = _beside(entry[name], path.parent)
+                try:
+                    entry[name] = _beside(entry[name], path.parent, bundled=name in cls.bundled_params)
+                except ValueError as exc:  # a bare bundled name that also exists beside the study file
+                    raise StudyError(f"{path}: [[encodings]] kind = {entry['kind']!r}, {name} = {exc}") from None
     return parse_study(data, source=str(path), text=text, max_runs=max_runs)
