@@ -63,3 +63,25 @@ def test_random_against_another_window_is_not_comparable_with_the_reason():
     assert rows["reason"].str.startswith("random has no decay length (no decay model accepted: flat").all()
     same = pairs[(pairs["label"] != "random") & (pairs["other_label"] != "random")].iloc[0]
     assert same["verdict"] in ("longer", "shorter", "not distinguishable") and same["reason"]
+
+
+def _exact(label, length, fit_se=1.0):
+    return _row(label, length, fit_se=fit_se) | {"ci_method": "exact"}
+
+
+@pytest.mark.parametrize("verdict, reason, a, b, fit", [
+    ("longer", "both are exact (no sampling variability, no bootstrap interval): the fit interval of the difference "
+     "lies above 0", _exact("a", 20.0), _exact("b", 10.0), (6.0, 14.0)),
+    ("shorter", "lies below 0", _exact("a", 10.0), _exact("b", 20.0), (-14.0, -6.0)),
+    ("not distinguishable", "the fit interval of the difference includes 0", _exact("a", 11.0), _exact("b", 10.0),
+     (-2.0, 4.0)),
+    ("not comparable", "no standard error of the decay length of b", _exact("a", 20.0), _exact("b", 10.0, NAN),
+     (NAN, NAN)),
+])
+def test_two_exact_labels_need_no_bootstrap_interval(verdict, reason, a, b, fit):
+    """No sampling variability on either side: no (zero-width) bootstrap interval, the fit interval decides."""
+    got = pair_verdict(a, b, difference_ci=(NAN, NAN), fit_difference_ci=fit)
+    assert got[0] == verdict and reason in got[1]
+    # one exact side against an estimated one still needs the bootstrap interval
+    assert pair_verdict(a, _row("b", b["decay_length"]), difference_ci=(NAN, NAN),
+                        fit_difference_ci=fit)[0] == "not comparable"

@@ -62,3 +62,17 @@ def test_a_study_of_exact_runs_only_keeps_its_interval_columns_empty():
     for col in ("decay_length_ci_low", "decay_length_ci_high", "band_width_0p5_ci_low", "band_width_0p5_ci_high"):
         assert col in s.columns and s[col].isna().all()
     assert (s["ci_method"] == "exact").all()
+
+
+def test_two_exact_labels_get_no_zero_width_interval_of_their_difference():
+    """Default study QA: rotary vs sinusoidal had difference_ci_low = difference_ci_high (constant replicates).
+    Both exact: the bootstrap interval of the difference is left empty, the verdict rests on the fit interval."""
+    spec = parse_study({"name": "two", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "rotary", "rope_theta": 100.0}]})
+    result = run_study(spec, progress=False, executor="serial")
+    (pair,) = result.comparison_pairs.to_dict("records")
+    assert np.isfinite(pair["difference"]) and pd.isna(pair["difference_ci_low"]) and pd.isna(pair["difference_ci_high"])
+    assert np.isfinite(pair["fit_difference_ci_low"]) and np.isfinite(pair["fit_difference_ci_high"])
+    assert pair["verdict"] != "not comparable" and "both are exact" in pair["reason"]
+    fit_excludes_0 = pair["fit_difference_ci_low"] > 0 or pair["fit_difference_ci_high"] < 0
+    assert pair["exceeds_uncertainty"] == fit_excludes_0

@@ -27,7 +27,7 @@ BAND_WIDTH = Family("band_width_", "Int64", "positions",
                     "band width at threshold t: first distance at which the mean profile falls below t",
                     interval=True, beyond_window=True, console=True, heading="width_",
                     placeholder="<t>",
-                    render=_render, parse=_parse)
+                    render=_render, parse=_parse, setting="thresholds")
 
 BANDS = Table(
     "bands", "run × threshold",

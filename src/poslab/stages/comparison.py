@@ -36,15 +36,16 @@ COMPARISON_PAIRS = Table(
         Column("decay_length", "float", "positions", "decay length of label"),
         Column("other_decay_length", "float", "positions", "decay length of other_label"),
         Column("difference", "float", "positions", "decay_length - other_decay_length; its bootstrap interval pairs "
-               "the replicates by index", interval=True),
+               "the replicates by index (empty when both labels are exact: no sampling variability, no interval)",
+               interval=True),
         Column("fit_difference_ci_low", "float", "positions", "fit (Wald) interval of the difference, low end"),
         Column("fit_difference_ci_high", "float", "positions", "fit (Wald) interval of the difference, high end"),
         Column("ci_level", "float", "", "level of the intervals"),
-        Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0"),
+        Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0 (both labels exact: the fit interval)"),
         Column("verdict", "str", "", "not comparable (a label has no decay length: the difference is not defined), "
                "different windows (both have one, analysed over different windows: not compared, a decay length "
-               "depends on the window), not comparable (an interval of the difference is missing), else longer, "
-               "shorter or not distinguishable; checked in this order"),
+               "depends on the window), not comparable (an interval of the difference is missing; both labels exact "
+               "need only the fit interval), else longer, shorter or not distinguishable; checked in this order"),
         Column("reason", "str", "", "why the verdict, e.g. 'random has no decay length (no decay model accepted: "
                "flat for every model)' or which interval of the difference includes 0"),
     ),

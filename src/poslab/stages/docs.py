@@ -69,6 +69,11 @@ def tables_markdown() -> str:
         "Between `kind` and `seed` come the encoding parameters, one column each (empty where a kind lacks one), "
         "so an encoding parameter may not be named like any column below (refused when the kind is registered).",
         "",
+        "Every column listed for a table is in it, whatever the settings and whichever stages applied: empty "
+        "where nothing was computed (a stage that applies to none of the runs, no intervals with n_resamples = 0 "
+        "or an exact run, a decay model not in `models`). Only the encoding parameters and the `band_width_<t>` "
+        "columns (one per value of `thresholds`) depend on the study.",
+        "",
         "Contents: " + ", ".join(f"[{name}.csv](#{name}csv)" for name in TABLES) + ", [stages](#stages), "
         "[settings](#analysis-settings), [decay models](#decay-models).",
         "",

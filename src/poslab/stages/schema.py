@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = ["Column", "Family", "Table", "KEYS", "RUN_KEYS", "DTYPES", "UNITS", "cast", "order", "finalize",
-           "required", "undeclared", "interval_names"]
+           "declared_names", "required", "undeclared", "interval_names"]
 
 #: Column dtypes and what they mean in a CSV: ``Int64`` is an integer that may be empty.
 DTYPES = {
@@ -106,9 +106,11 @@ class Family(Column):
     """A family of columns, one per value of a setting (e.g. one band width per threshold).
 
     ``name`` is the prefix; a member is ``prefix + render(value)``; ``parse``
-    inverts ``render`` (None for a name that is not a member).
+    inverts ``render`` (None for a name that is not a member); ``setting`` is
+    the ``[analysis]`` setting whose values are the members (``thresholds``).
     """
 
+    setting: str = ""
     placeholder: str = "<value>"
     render: Callable[[Any], str] = str
     parse: Callable[[str], Any] = str
@@ -296,17 +298,37 @@ def cast(frame: pd.DataFrame, table: Table, *, where: str = "") -> pd.DataFrame:
     return frame
 
 
-def finalize(frames: list[pd.DataFrame], table: Table, parameters: Iterable[str] = ()) -> pd.DataFrame:
+def declared_names(table: Table, parameters: Iterable[str] = (), settings=None) -> list[str]:
+    """Every column ``table`` has, whatever its runs computed: keys (encoding parameters before ``seed`` in
+    full-key tables), declared columns, a family's members for the values of its setting in ``settings``
+    (an AnalysisOptions; none without it), and every interval column."""
+    names = [c.name for c in table.key_columns()]
+    if table.keys == "run" and "seed" in names:
+        names[names.index("seed"):names.index("seed")] = list(parameters)
+    for col in table.columns:
+        members = [col.name]
+        if isinstance(col, Family):
+            members = [col.member(v) for v in (getattr(settings, col.setting, ()) if col.setting else ())]
+        for name in members:
+            names += [name, *interval_names(name)] if col.interval else [name]
+    return names
+
+
+def finalize(frames: list[pd.DataFrame], table: Table, parameters: Iterable[str] = (), settings=None) -> pd.DataFrame:
     """One table from the runs' rows: concatenated, columns in the declared order, integer columns that may
-    be empty as nullable integers (``Int64``). No rows: just the key columns."""
+    be empty as nullable integers (``Int64``).
+
+    Every column of :func:`declared_names` is there, empty where no run computed it (a stage that applies
+    to none of the runs, no bootstrap with ``n_resamples = 0``, a decay model not fitted), so a table's
+    columns depend on the settings' values (``thresholds``) and the encodings' parameters only, never on
+    which stages computed something. No rows: the columns, and no rows."""
     parameters = list(parameters)
     frames = [f for f in frames if len(f)]
-    if not frames:
-        keys = [c.name for c in table.key_columns()]
-        if table.keys == "run" and "seed" in keys:
-            keys[keys.index("seed"):keys.index("seed")] = parameters
-        return pd.DataFrame(columns=keys)
-    out = order(pd.concat(frames, ignore_index=True), table, parameters)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    missing = [n for n in declared_names(table, parameters, settings) if n not in out.columns]
+    if missing:
+        out = pd.concat([out, pd.DataFrame(float("nan"), index=out.index, columns=missing)], axis=1)
+    out = order(out, table, parameters)
     for name in out.columns:
         col = table.column(name)
         if col is None or not (name == col.name or isinstance(col, Family) and col.matches(name)):

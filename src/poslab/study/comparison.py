@@ -33,7 +33,12 @@ two uncertainties:
   decay length still describes a curve that misfits the profile; without
   this check two such encodings would always "differ".
 
-``exceeds_uncertainty`` is True only when both intervals exclude 0.
+When both labels are exact (``ci_method = exact``: no sampling variability on
+either side) the paired replicates are constant and their "interval" would
+have zero width: it is left empty, and the verdict rests on the fit interval
+alone (``reason`` says so).
+
+``exceeds_uncertainty`` is True only when every interval of the difference excludes 0.
 """
 
 from __future__ import annotations
@@ -153,15 +158,18 @@ def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple
     2. ``different windows``: both have one, but were analysed up to a
        different ``max_distance``; a decay length depends on the window.
     3. ``not comparable``: an interval of the difference is missing (no
-       bootstrap, too few seeds, refits failed, no fit standard error).
+       bootstrap, too few seeds, refits failed, no fit standard error). Both
+       labels exact (``ci_method``): there is no sampling variability, so no
+       bootstrap interval is needed (``difference_ci`` is ignored).
     4. ``longer`` / ``shorter``: the bootstrap and the fit interval of the
-       difference both lie above / below 0; else ``not distinguishable``.
+       difference both lie above / below 0 (both exact: the fit interval
+       alone); else ``not distinguishable``.
 
     Parameters
     ----------
     a, b : dict
         Rows of ``comparison``: ``label``, ``decay_length``, ``max_distance``,
-        ``fit_se``; ``why`` (text: why there is no decay length) and
+        ``fit_se``, ``ci_method``; ``why`` (text: why there is no decay length) and
         ``no_interval`` (text: why no replicates are there, or empty).
     difference_ci, fit_difference_ci : (float, float)
         Bootstrap (paired replicates) and fit (Wald) interval of the difference (positions; NaN: none).
@@ -179,6 +187,18 @@ def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple
                                      "length depends on the window, compare band widths instead")
     low, high = difference_ci
     fit_low, fit_high = fit_difference_ci
+    if _both_exact(a, b):
+        if not (np.isfinite(fit_low) and np.isfinite(fit_high)):
+            gaps = [r["label"] for r in (a, b) if not np.isfinite(r["fit_se"])]
+            return "not comparable", f"both are exact (no sampling variability) and there is no fit interval of " \
+                                     f"the difference (no standard error of the decay length of " \
+                                     f"{' and '.join(gaps) or 'either label'})"
+        exact = "both are exact (no sampling variability, no bootstrap interval): the fit interval of the difference"
+        if fit_low > 0:
+            return "longer", f"{exact} lies above 0"
+        if fit_high < 0:
+            return "shorter", f"{exact} lies below 0"
+        return "not distinguishable", f"{exact} includes 0"
     if not (np.isfinite(low) and np.isfinite(high)):
         gaps = [f"{r['label']}: {r['no_interval']}" for r in (a, b) if r.get("no_interval")]
         return "not comparable", "no bootstrap interval of the difference (" + (
@@ -197,6 +217,11 @@ def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple
     if inside:
         return "not distinguishable", f"the {inside[0]} interval of the difference includes 0"
     return "not distinguishable", "the bootstrap and the fit interval of the difference lie on opposite sides of 0"
+
+
+def _both_exact(a: dict, b: dict) -> bool:
+    """Both labels' runs are exactly translation invariant: no sampling variability on either side."""
+    return a.get("ci_method") == "exact" and b.get("ci_method") == "exact"
 
 
 def _notes(notes: pd.DataFrame, label: str) -> dict:
@@ -229,9 +254,9 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     ``n_resamples``) and ``comparison_pairs`` (one row per pair of labels:
     ``label`` and ``other_label``, their decay lengths, ``difference``
     = decay_length − other_decay_length with its bootstrap interval
-    ``difference_ci_low`` / ``_ci_high`` and its fit interval
+    ``difference_ci_low`` / ``_ci_high`` (empty when both labels are exact) and its fit interval
     ``fit_difference_ci_low`` / ``_ci_high``, ``exceeds_uncertainty`` (both
-    intervals exclude 0), ``verdict`` and ``reason`` (:func:`pair_verdict`)).
+    intervals exclude 0; both exact: the fit interval), ``verdict`` and ``reason`` (:func:`pair_verdict`)).
     Empty dict when no run succeeded.
     """
     summary = tables.get("summary", pd.DataFrame())
@@ -313,7 +338,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         ra, rb = replicates.get(a["label"]), replicates.get(b["label"])
         diff = a["decay_length"] - b["decay_length"]
         low = high = math.nan
-        if np.isfinite(diff) and ra is not None and rb is not None and min(ra.size, rb.size):
+        # both exact: the paired replicates are constant, a zero-width "interval" that is none (left empty)
+        if np.isfinite(diff) and ra is not None and rb is not None and min(ra.size, rb.size) and not _both_exact(a, b):
             m = min(ra.size, rb.size)
             low, high = percentile_interval(ra[:m] - rb[:m], level)
         half = z * math.hypot(a["fit_se"], b["fit_se"])

@@ -266,6 +266,6 @@ def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "proces
         timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
             frames["summary"]["seconds"].iloc[0])
     timings["total"] = time.perf_counter() - start
-    tables = {name: finalize(frames, SCHEMA[name], param_names) for name, frames in collected.items()}
+    tables = {name: finalize(frames, SCHEMA[name], param_names, spec.analysis) for name, frames in collected.items()}
     tables.update(compare_runs(tables, spec))  # cross-run: seed bootstrap, comparison tables
     return StudyResult(spec=spec, frames=tables, timings=timings)
