@@ -282,7 +282,7 @@ def test_kind_specific_stages_add_summary_columns_and_tables(tmp_path):
 
 
 def test_no_resamples_gives_the_same_analysis_without_intervals(tmp_path):
-    """[analysis] n_resamples = 0: same profiles, fits and widths; no interval columns, no bootstrap.csv."""
+    """[analysis] n_resamples = 0: same profiles, fits and widths; interval columns empty, no bootstrap.csv."""
     text = ('name = "nr"\nn_positions = 96\ndim = 16\n[analysis]\nheatmap_bins = 8\n{}'
             '[[encodings]]\nkind = "sinusoidal"\n[[encodings]]\nkind = "learned"\nsource = "gpt2"\n')
     (tmp_path / "a.toml").write_text(text.format(""))
@@ -293,7 +293,8 @@ def test_no_resamples_gives_the_same_analysis_without_intervals(tmp_path):
     np.testing.assert_array_equal(full.summary["decay_length"], bare.summary["decay_length"])
     np.testing.assert_array_equal(full.summary["band_width_0p5"], bare.summary["band_width_0p5"])
     assert list(bare.summary["ci_method"]) == ["none", "none"]
-    assert not [c for c in bare.summary.columns if c.endswith("_ci_low")]
+    assert list(bare.summary.columns) == list(full.summary.columns)  # the same columns, the intervals empty
+    assert bare.summary[[c for c in bare.summary.columns if c.endswith(("_ci_low", "_ci_high"))]].isna().all().all()
     assert full.summary["decay_length_ci_low"].notna().any()
     out = write_results(bare, tmp_path / "out")
     assert not (out / "bootstrap.csv").exists() and (out / "decay_lengths.png").is_file()
