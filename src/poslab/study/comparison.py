@@ -121,6 +121,13 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
     return fits, result, distance, pooled
 
 
+def _by_label(frame) -> dict:
+    """The rows of a results table grouped by label (one pass, not one filter per label); empty when absent."""
+    if frame is None or not len(frame) or "label" not in frame:
+        return {}
+    return dict(tuple(frame.groupby("label", sort=False)))
+
+
 def _run_fits(metrics, label, seed) -> pd.DataFrame:
     """The profile fits of one run in ``decay_metrics`` (no rows when absent)."""
     if metrics is None or not len(metrics) or "label" not in metrics:
@@ -265,7 +272,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     options = spec.analysis
     n_resamples, level = int(options.n_resamples), float(options.ci_level)
     ok = summary[summary["status"] == "ok"]
-    profiles, boot = tables.get("profiles"), tables.get("bootstrap")
+    profiles, boot, metrics = (_by_label(tables.get(name)) for name in ("profiles", "bootstrap", "decay_metrics"))
     rows, replicates = [], {}
     for label, runs in ok.groupby("label", sort=False):
         row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
@@ -273,7 +280,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         seeds = runs["seed"].dropna()
         if len(seeds) >= 2:
             fits, result, _, _ = seed_bootstrap(
-                profiles[profiles["label"] == label], models=options.models,
+                profiles[label], models=options.models,
                 fit_min_distance=options.fit_min_distance, thresholds=options.thresholds,
                 n_resamples=n_resamples, level=level, seed=_label_seed(label), min_aic_gain=options.min_aic_gain,
                 max_failed_fraction=options.max_failed_fraction)
@@ -304,16 +311,16 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                               f"interval in summary.csv stands). Use at least {need} seeds", StudyWarning, stacklevel=2)
         else:
             run = runs.iloc[0]
-            fits = _run_fits(tables.get("decay_metrics"), label, run["seed"])
+            fits = _run_fits(metrics.get(label), label, run["seed"])
             row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
                     "fit_se": _fit_se(fits), "why": _why_no_decay_length(fits["status"]),
                     "decay_length_ci_low": run.get("decay_length_ci_low", math.nan),
                     "decay_length_ci_high": run.get("decay_length_ci_high", math.nan),
                     "ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
                     "n_resamples": run.get("n_resamples", 0)}
-            if boot is not None and len(boot):
-                mine = boot[(boot["label"] == label) & ((boot["seed"] == run["seed"]) if pd.notna(run["seed"])
-                                                        else boot["seed"].isna())]
+            if label in boot:
+                mine = boot[label]
+                mine = mine[(mine["seed"] == run["seed"]) if pd.notna(run["seed"]) else mine["seed"].isna()]
                 replicates[label] = mine.sort_values("resample")["decay_length"].to_numpy(dtype=float)
             if not int(row["n_resamples"] if pd.notna(row["n_resamples"]) else 0):
                 row["no_interval"] = "no bootstrap (n_resamples = 0)"
