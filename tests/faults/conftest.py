@@ -51,8 +51,8 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def children(pid: int) -> list[int]:
-    """Live child processes of ``pid`` (Linux /proc)."""
+def _live(field: int, value: int) -> list[int]:
+    """Live processes whose /proc stat field ``field`` (after the command name) equals ``value``."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -60,23 +60,19 @@ def children(pid: int) -> list[int]:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == pid and fields[0] != "Z":
+            if int(fields[field]) == value and fields[0] != "Z":
                 out.append(int(entry.name))
     return out
+
+
+def children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (Linux /proc)."""
+    return _live(1, pid)
 
 
 def session(sid: int) -> list[int]:
     """Live processes of session ``sid`` (a poslab started in its own session, and whatever it left behind)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[4]) == sid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
+    return _live(4, sid)
 
 
 def _states(pids) -> str:

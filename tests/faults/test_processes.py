@@ -102,6 +102,14 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path, poslab):
     assert not (tmp_path / "res").exists()
 
 
+def _interrupt(p, sig) -> None:
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group), or SIGTERM to poslab alone."""
+    if sig == signal.SIGINT:
+        os.killpg(p.process.pid, sig)
+    else:
+        os.kill(p.process.pid, sig)
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig, code):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM to poslab."""
@@ -109,10 +117,7 @@ def test_interrupt_exits_with_its_code_and_leaves_nothing(tmp_path, poslab, sig,
     workers = list(wait_for(lambda: len(p.started()) == 2 and p.started(), 30, "both workers to start a run"))
     helpers = descendants(p.process.pid)
     assert set(workers) <= set(helpers)
-    if sig == signal.SIGINT:
-        os.killpg(p.process.pid, sig)
-    else:
-        os.kill(p.process.pid, sig)
+    _interrupt(p, sig)
     status, output = p.finish(20)
     assert status == code, output
     assert "Traceback" not in output
@@ -144,10 +149,7 @@ def test_a_single_run_stuck_in_native_code_still_stops(tmp_path, poslab, sig, co
     (worker,) = wait_for(p.started, 30, "the run to start")
     assert worker != p.process.pid  # the run is in a worker process
     helpers = descendants(p.process.pid)
-    if sig == signal.SIGINT:
-        os.killpg(p.process.pid, sig)
-    else:
-        os.kill(p.process.pid, sig)
+    _interrupt(p, sig)
     status, output = p.finish(20)
     assert status == code, output
     assert said in output and "Traceback" not in output, output
