@@ -1,0 +1,560 @@
+"""Model-free summaries of a similarity profile: where it crosses levels, its first trough, its integral scale.
+
+A similarity profile S(k) (mean cosine similarity at distance k, or an exact
+kernel) is summarised here without fitting any model, in O(max_distance)
+per profile, as time-series and turbulence practice summarises an
+autocorrelation function:
+
+``band_width_<t>``
+    First distance at which S falls below the threshold t (today's band
+    width): the smallest k with S(k) < t. An integer distance; where it
+    lies between k − 1 and k is given by the linear interpolation used for
+    conditioning (``crossing``).
+``e_folding_distance``
+    First distance at which S(k) / S(0) falls below 1/e: the e-folding lag of
+    an autocorrelation function (Box, Jenkins, Reinsel & Ljung, *Time Series
+    Analysis*, 5th ed. 2015, §2.1; for an exponential profile exp(−k/L) it is
+    ⌈L⌉).
+``zero_crossing``
+    First distance at which S falls below 0 (first zero crossing of the
+    autocorrelation; Box et al. 2015, §2.1).
+``first_minimum``
+    The first trough: the lowest point of S before S first rises back by more
+    than ``min_rise`` (and ``min_rise_se`` standard errors of the two means,
+    when ``se`` is given), with its similarity and its depth (how far S rises
+    back before falling below the trough again, or up to the window's end).
+``integral_scale``
+    ∫₀^z S(k) / S(0) dk up to the first zero crossing z: the integral length
+    scale of turbulence (Pope, *Turbulent Flows*, 2000, §6.2, eq. 6.45; the
+    integral time scale of Box et al. 2015 for an autocorrelation), by the
+    trapezoidal rule on the integer distances, the last segment ending at the
+    zero z interpolated linearly between the last distance with S ≥ 0 and the
+    first with S < 0. With no zero crossing within the window the integral is
+    not defined (the window would be its upper limit): ``not_reached``.
+
+Every summary is a distance (positions) or NaN with a **status**:
+
+* ``ok`` — a distance;
+* ``not_reached`` — not reached within max_distance (never the window itself);
+* ``undefined`` — S(0) is not positive, so S / S(0) means nothing (e-folding
+  distance, integral scale);
+
+and, for the whole profile, one of these *degenerate* statuses, which every
+summary of that profile takes (with the reason), never a number:
+
+* ``too_few_points`` — fewer than :data:`MIN_POINTS` distances with a finite
+  value (e.g. NaN beyond distance 0, or only distances 0 and 1);
+* ``flat`` — no decay beyond distance 1: S at the first distance ≥ 1 lies
+  within ``min_rise`` of the median of S over distances ≥ 1 (a constant
+  profile, a random table);
+* ``no_decay`` — S oscillates (it has a first minimum and falls below its
+  median at least twice) and rises back, over the second half of the window,
+  to within ``min_rise`` of S at the first distance ≥ 1: it oscillates
+  without decaying (a single cosine), so a crossing says where a period
+  falls, not how far similarity reaches;
+* ``rising`` — the mean of S over the second half of the distances ≥ 1 is
+  more than ``min_rise`` above its mean over the first half.
+
+**Conditioning** of a crossing (threshold crossings, e-folding distance, zero
+crossing): ``slope`` is S(k) − S(k − 1) at the first distance k below the
+level (cosine similarity per position); ``crossing`` the crossing interpolated
+linearly between k − 1 and k; ``crossing_low`` / ``crossing_high`` the
+interpolated first crossings of the level raised / lowered by
+:data:`CONDITIONING_DELTA` (0.02); ``recrossings`` how often S falls below the
+level again after coming back above it. A crossing is ``ill_conditioned`` when S
+comes back above the level later in the window (so the first crossing is one
+of several) *and* the ±0.02 change of the level moves the first crossing by
+more than :data:`ILL_CONDITIONED_SPREAD` (25 %) of its value: RoPE θ = 500000's
+0.5 crossing (135 / 166 / 203 at 0.52 / 0.50 / 0.48, ripples around 0.5 from
+166 to ~1000) is; sinusoidal's 0.5 crossing (no ripple back above 0.5) is not.
+The integral scale takes the conditioning of the zero crossing it ends at.
+
+:func:`profile_summaries` summarises one profile (a :class:`ProfileSummaries`);
+:func:`summaries_many` the rows of a 2-D array (bootstrap resamples) at once,
+vectorised, returning values and status codes (:class:`SummaryArrays`).
+Both refuse thresholds outside [−1, 1] naming the valid range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from .bands import DEFAULT_THRESHOLDS
+
+__all__ = [
+    "MIN_POINTS", "CONDITIONING_DELTA", "ILL_CONDITIONED_SPREAD", "MIN_RISE", "MIN_RISE_SE", "STATUSES",
+    "DEGENERATE", "SUMMARY_NAMES", "ProfileSummaries", "SummaryArrays", "profile_summaries", "summaries_many",
+    "summary_names", "threshold_name", "check_thresholds",
+]
+
+#: Fewest distances with a finite value (distance 0 included) a profile needs to be summarised.
+MIN_POINTS = 3
+#: Change of a level by which the conditioning of a crossing is measured (cosine similarity).
+CONDITIONING_DELTA = 0.02
+#: A re-crossed first crossing moved by more than this fraction by ±CONDITIONING_DELTA is ill-conditioned.
+ILL_CONDITIONED_SPREAD = 0.25
+#: Default rise after a trough that makes it the first minimum, and tolerance of the flat / rising / no-decay tests.
+MIN_RISE = 0.05
+#: Default rise after a trough in standard errors of the two means (when ``se`` is given).
+MIN_RISE_SE = 25.0
+
+#: Status codes of :class:`SummaryArrays` (index = code).
+STATUSES = ("ok", "not_reached", "undefined", "too_few_points", "flat", "rising", "no_decay")
+#: Statuses of a whole profile (every summary of it takes one).
+DEGENERATE = ("too_few_points", "flat", "rising", "no_decay")
+#: The summaries after the threshold crossings, in order.
+SUMMARY_NAMES = ("e_folding_distance", "zero_crossing", "first_minimum", "integral_scale")
+_OK, _NOT_REACHED, _UNDEFINED, _TOO_FEW, _FLAT, _RISING, _NO_DECAY = range(len(STATUSES))
+_CROSSING_KINDS = ("threshold", "e_folding", "zero")
+
+
+def threshold_name(threshold: float) -> str:
+    """The summary (and ``summary.csv`` column) name of a threshold: 0.9 -> band_width_0p9, -0.5 -> band_width_m0p5."""
+    return "band_width_" + f"{float(threshold):g}".replace("-", "m").replace(".", "p")
+
+
+def summary_names(thresholds) -> tuple[str, ...]:
+    """Names of every summary, in order: one ``band_width_<t>`` per threshold, then :data:`SUMMARY_NAMES`."""
+    return (*(threshold_name(t) for t in thresholds), *SUMMARY_NAMES)
+
+
+def check_thresholds(thresholds) -> tuple[float, ...]:
+    """Thresholds as floats, refused unless each is a finite number in [−1, 1] (cosine similarity).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad values and the valid range.
+    """
+    values = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"thresholds must be a non-empty list of numbers in [-1, 1], got {thresholds!r}")
+    bad = [float(t) for t in values if not (np.isfinite(t) and -1.0 <= t <= 1.0)]
+    if bad:
+        raise ValueError(f"thresholds must lie in [-1, 1] (cosine similarity levels), got {bad} in "
+                         f"{values.tolist()}; give levels between -1 and 1")
+    return tuple(float(t) for t in values)
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryArrays:
+    """The summaries of many profiles (rows), vectorised.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Summary names (:func:`summary_names`), the columns of every array.
+    values : ndarray of shape (n_profiles, n_summaries)
+        Distances in positions (integers for crossings and first minima, the
+        integral scale a float); NaN wherever the status is not ``ok``.
+    status : ndarray of int8, shape (n_profiles, n_summaries)
+        Index into :data:`STATUSES`.
+    crossing, crossing_low, crossing_high, slope : ndarray of shape (n_profiles, n_summaries)
+        Conditioning of crossings (NaN for the other summaries and where not
+        reached; see the module docstring).
+    recrossings : ndarray of int, shape (n_profiles, n_summaries)
+    ill_conditioned : ndarray of bool, shape (n_profiles, n_summaries)
+    first_minimum_similarity, first_minimum_depth : ndarray of shape (n_profiles,)
+        S at the first minimum and how far S rises back after it (NaN without one).
+    level : ndarray of shape (n_profiles, n_summaries)
+        The level each crossing is of (S(0)/e for the e-folding distance; NaN for the others).
+    """
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    status: np.ndarray
+    crossing: np.ndarray
+    crossing_low: np.ndarray
+    crossing_high: np.ndarray
+    slope: np.ndarray
+    recrossings: np.ndarray
+    ill_conditioned: np.ndarray
+    first_minimum_similarity: np.ndarray
+    first_minimum_depth: np.ndarray
+    level: np.ndarray
+    reasons: tuple[str, ...] = ()
+
+    def column(self, name: str) -> np.ndarray:
+        """The values of one summary over the profiles (NaN where not ok)."""
+        return self.values[:, self.names.index(name)]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileSummaries:
+    """The model-free summaries of one profile (see the module docstring).
+
+    Attributes
+    ----------
+    names : tuple of str
+    values : ndarray of shape (n_summaries,)
+        Positions; NaN where the status is not ``ok``.
+    status : tuple of str
+        One of :data:`STATUSES` per summary.
+    reason : tuple of str
+        Why a summary is not a number, or why it is ill-conditioned (empty when ok and well conditioned).
+    crossing, crossing_low, crossing_high, slope : ndarray of shape (n_summaries,)
+    recrossings : ndarray of int
+    ill_conditioned : ndarray of bool
+    first_minimum_similarity, first_minimum_depth : float
+    max_distance : int
+    """
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    status: tuple[str, ...]
+    reason: tuple[str, ...]
+    crossing: np.ndarray
+    crossing_low: np.ndarray
+    crossing_high: np.ndarray
+    slope: np.ndarray
+    recrossings: np.ndarray
+    ill_conditioned: np.ndarray
+    first_minimum_similarity: float
+    first_minimum_depth: float
+    max_distance: int
+
+    def __getitem__(self, name: str) -> float:
+        """The value of one summary (NaN when its status is not ok)."""
+        return float(self.values[self.names.index(name)])
+
+    def status_of(self, name: str) -> str:
+        return self.status[self.names.index(name)]
+
+    @property
+    def degenerate(self) -> str:
+        """The profile's degenerate status (``flat``, ...), or empty when it has none."""
+        return next((s for s in self.status if s in DEGENERATE), "")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per summary: summary, value, status, reason and the conditioning columns."""
+        return pd.DataFrame({
+            "summary": list(self.names), "value": self.values, "status": list(self.status),
+            "reason": list(self.reason), "crossing": self.crossing, "crossing_low": self.crossing_low,
+            "crossing_high": self.crossing_high, "slope": self.slope, "recrossings": self.recrossings,
+            "ill_conditioned": self.ill_conditioned,
+        })
+
+    def notes(self) -> str:
+        """';'-separated ``name: status (reason)`` for every summary that is not ok or is ill-conditioned."""
+        out = []
+        degenerate = self.degenerate
+        if degenerate:
+            return f"every summary: {degenerate} ({self.reason[0]})"
+        for name, status, reason, ill in zip(self.names, self.status, self.reason, self.ill_conditioned):
+            if status != "ok" or ill:
+                out.append(f"{name}: {'ill_conditioned' if ill else status}" + (f" ({reason})" if reason else ""))
+        return "; ".join(out)
+
+
+def _first_below(y: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Index of the first column with y < level (per row; NaN never), or -1."""
+    below = y < level[:, None]
+    return np.where(below.any(axis=1), np.argmax(below, axis=1), -1)
+
+
+def _interpolated(d: np.ndarray, y: np.ndarray, prev: np.ndarray, index: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Linear interpolation of the crossing of ``level`` between the last finite point before ``index`` and it."""
+    rows = np.arange(y.shape[0])
+    k = np.maximum(index, 0)
+    j = prev[rows, np.maximum(k - 1, 0)]  # last finite point before k (-1: none)
+    ok = (index > 0) & (j >= 0)
+    y1, y0 = y[rows, k], y[rows, np.maximum(j, 0)]
+    d1, d0 = d[k], d[np.maximum(j, 0)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.clip((y0 - level) / (y0 - y1), 0.0, 1.0)
+    out = np.where(ok, d0 + frac * (d1 - d0), np.where(index == 0, d[0], np.nan))
+    return np.where(index < 0, np.nan, out)
+
+
+def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=None, min_rise: float = MIN_RISE,
+                   min_rise_se: float = MIN_RISE_SE) -> SummaryArrays:
+    """The model-free summaries of many profiles at once (rows: e.g. bootstrap resamples).
+
+    O(n_profiles · n_distances) time and memory; no fitting.
+
+    Parameters
+    ----------
+    distance : array_like of shape (n_distances,)
+        Distances in positions, increasing, starting at 0 (S(0) normalises the
+        e-folding distance and the integral scale).
+    similarities : array_like of shape (n_profiles, n_distances) or (n_distances,)
+        Mean similarity (or kernel value) at each distance; NaN where there is
+        no pair (skipped: a crossing is between the finite points around it).
+    thresholds : sequence of float
+        Levels in [−1, 1] (cosine similarity) of the ``band_width_<t>`` summaries.
+    se : array_like of shape (n_distances,) or (n_profiles, n_distances), optional
+        Standard errors of the means; a first minimum must then rise back by
+        ``min_rise_se`` standard errors of the two means too (so a noisy
+        tail is no minimum). None: exact profiles (kernels, translation-invariant tables).
+    min_rise : float
+        Cosine similarity: the rise that makes a trough a first minimum, and
+        the tolerance of the flat / rising / no-decay tests (module docstring).
+    min_rise_se : float
+
+    Returns
+    -------
+    SummaryArrays
+
+    Raises
+    ------
+    ValueError
+        A threshold outside [−1, 1] (naming the valid range), a distance array
+        that is not increasing, or shapes that do not match.
+    """
+    thresholds = check_thresholds(thresholds)
+    d = np.asarray(distance, dtype=np.float64)
+    y = np.asarray(similarities, dtype=np.float64)
+    if y.ndim == 1:
+        y = y[None, :]
+    if d.ndim != 1 or y.ndim != 2 or y.shape[1] != d.size or d.size == 0:
+        raise ValueError(f"similarities must have shape (n_profiles, {d.size}) to match distance, got {y.shape}")
+    if d.size > 1 and np.any(np.diff(d) <= 0):
+        raise ValueError("distance must be strictly increasing")
+    n_rows, n = y.shape
+    names = summary_names(thresholds)
+    m = len(names)
+    col = {name: i for i, name in enumerate(names)}
+    finite = np.isfinite(y)
+    idx = np.arange(n)
+    prev = np.maximum.accumulate(np.where(finite, idx, -1), axis=1)  # last finite column at or before each
+
+    values = np.full((n_rows, m), np.nan)
+    status = np.zeros((n_rows, m), dtype=np.int8)
+    crossing, low, high, slope, level_out = (np.full((n_rows, m), np.nan) for _ in range(5))
+    recross = np.zeros((n_rows, m), dtype=np.int64)
+    ill = np.zeros((n_rows, m), dtype=bool)
+
+    s0 = y[:, 0] if d[0] == 0 else np.full(n_rows, np.nan)
+    levels = [(col[threshold_name(t)], np.full(n_rows, t)) for t in thresholds]
+    with np.errstate(invalid="ignore"):
+        levels.append((col["e_folding_distance"], np.where(s0 > 0, s0 / math.e, np.nan)))
+    levels.append((col["zero_crossing"], np.zeros(n_rows)))
+    for j, level in levels:
+        index = _first_below(y, level)
+        reached = index >= 0
+        values[:, j] = np.where(reached, d[np.maximum(index, 0)], np.nan)
+        status[:, j] = np.where(np.isnan(level), _UNDEFINED, np.where(reached, _OK, _NOT_REACHED))
+        crossing[:, j] = _interpolated(d, y, prev, index, level)
+        lo = _interpolated(d, y, prev, _first_below(y, level + CONDITIONING_DELTA), level + CONDITIONING_DELTA)
+        hi = _interpolated(d, y, prev, _first_below(y, level - CONDITIONING_DELTA), level - CONDITIONING_DELTA)
+        low[:, j], high[:, j] = np.where(reached, lo, np.nan), np.where(reached, hi, np.nan)
+        level_out[:, j] = level
+        rows = np.arange(n_rows)
+        k = np.maximum(index, 0)
+        j_prev = prev[rows, np.maximum(k - 1, 0)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slope[:, j] = np.where(reached & (index > 0) & (j_prev >= 0),
+                                   (y[rows, k] - y[rows, np.maximum(j_prev, 0)]) / (d[k] - d[np.maximum(j_prev, 0)]),
+                                   np.nan)
+        # downward crossings after the first: S back at or above the level, then below again (finite points only)
+        above = np.where(finite, y >= level[:, None], False)
+        after = idx[None, :] > index[:, None]
+        # returns above the level: transitions below -> above among the finite points after the first crossing
+        ab = np.where(finite, above.astype(np.int8), -1)
+        state = _ffill_state(ab)
+        ups = (state[:, 1:] == 1) & (state[:, :-1] == 0) & after[:, 1:] & finite[:, 1:]
+        recross[:, j] = np.where(reached, ups.sum(axis=1), 0)
+        spread = np.where(np.isfinite(lo) & np.isfinite(hi), (hi - lo), np.inf)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = spread / np.where(crossing[:, j] > 0, crossing[:, j], np.nan)
+        ill[:, j] = reached & (recross[:, j] > 0) & ~(rel <= ILL_CONDITIONED_SPREAD)
+
+    # first minimum (the first_minimum stage's rule, vectorised)
+    fm_col = col["first_minimum"]
+    yy = np.where(finite, y, np.inf)
+    running = np.minimum.accumulate(yy, axis=1)
+    trough = np.maximum.accumulate(np.where(yy == running, idx, 0), axis=1)
+    rise = np.where(finite, y - running, -np.inf)
+    qualifies = rise >= min_rise
+    if se is not None:
+        s = np.broadcast_to(np.asarray(se, dtype=np.float64), y.shape)
+        s_trough = np.take_along_axis(s, trough, axis=1)
+        with np.errstate(invalid="ignore"):
+            qualifies &= rise >= min_rise_se * np.hypot(s, s_trough)
+    has_min = qualifies.any(axis=1)
+    first_rise = np.argmax(qualifies, axis=1)
+    rows = np.arange(n_rows)
+    k_min = trough[rows, first_rise]
+    fm_sim = np.where(has_min, y[rows, k_min], np.nan)
+    values[:, fm_col] = np.where(has_min, d[k_min], np.nan)
+    status[:, fm_col] = np.where(has_min, _OK, _NOT_REACHED)
+    # depth: highest point after the trough before S falls below the trough again (or the window's end)
+    after_min = idx[None, :] > k_min[:, None]
+    falls = after_min & finite & (y < fm_sim[:, None])
+    end = np.where(falls.any(axis=1), np.argmax(falls, axis=1), n)
+    seg = after_min & (idx[None, :] < end[:, None]) & finite
+    fm_depth = np.where(has_min & seg.any(axis=1), np.max(np.where(seg, y, -np.inf), axis=1) - fm_sim, np.nan)
+
+    # integral scale: trapezoid of S / S(0) from 0 to the interpolated first zero crossing
+    zc = col["zero_crossing"]
+    z_index = _first_below(y, np.zeros(n_rows))
+    filled = _fill_gaps(d, y, finite)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = filled / s0[:, None]
+        seg_area = 0.5 * (r[:, 1:] + r[:, :-1]) * np.diff(d)[None, :]
+        cum = np.concatenate([np.zeros((n_rows, 1)), np.nancumsum(seg_area, axis=1)], axis=1)
+        zk = np.maximum(z_index, 1)
+        z = crossing[:, zc]
+        j_prev = np.maximum(zk - 1, 0)
+        partial = 0.5 * (z - d[j_prev]) * r[rows, j_prev]  # from the last point >= 0 to the zero (S = 0 there)
+        integral = cum[rows, j_prev] + partial
+    ic = col["integral_scale"]
+    defined = s0 > 0
+    values[:, ic] = np.where((z_index > 0) & defined, integral, np.nan)
+    status[:, ic] = np.where(~defined, _UNDEFINED, np.where(z_index > 0, _OK, _NOT_REACHED))
+    for name in ("integral_scale",):
+        j = col[name]
+        recross[:, j], ill[:, j] = recross[:, zc], ill[:, zc]
+        crossing[:, j], low[:, j], high[:, j], slope[:, j] = crossing[:, zc], low[:, zc], high[:, zc], slope[:, zc]
+
+    # degenerate profiles: every summary takes the profile's status
+    degenerate, reasons = _degenerate(d, y, finite, has_min, min_rise)
+    bad = degenerate >= 0
+    status[bad] = degenerate[bad, None]
+    values[bad] = np.nan
+    for a in (crossing, low, high, slope):
+        a[bad] = np.nan
+    recross[bad] = 0
+    ill[bad] = False
+    fm_sim = np.where(bad, np.nan, fm_sim)
+    fm_depth = np.where(bad, np.nan, fm_depth)
+    values[status != _OK] = np.nan
+    return SummaryArrays(names, values, status, crossing, low, high, slope, recross, ill, fm_sim, fm_depth, level_out,
+                         reasons)
+
+
+def _ffill_state(ab: np.ndarray) -> np.ndarray:
+    """Forward-fill the -1 (NaN) entries of a 0/1 state array along rows (leading -1 stay -1)."""
+    idx = np.arange(ab.shape[1])
+    last = np.maximum.accumulate(np.where(ab >= 0, idx, -1), axis=1)
+    return np.where(last >= 0, np.take_along_axis(ab, np.maximum(last, 0), axis=1), -1)
+
+
+def _fill_gaps(d: np.ndarray, y: np.ndarray, finite: np.ndarray) -> np.ndarray:
+    """Rows of y with NaN gaps filled by linear interpolation between finite neighbours (ends held)."""
+    if finite.all():
+        return y
+    out = y.copy()
+    for r in np.flatnonzero(~finite.all(axis=1)):
+        ok = finite[r]
+        if ok.sum() >= 1:
+            out[r] = np.interp(d, d[ok], y[r, ok])
+    return out
+
+
+def _degenerate(d, y, finite, has_min, min_rise) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per row: the degenerate status code (or -1) and its reason (module docstring)."""
+    n_rows, n = y.shape
+    code = np.full(n_rows, -1)
+    reasons = [""] * n_rows
+    beyond = finite & (d[None, :] >= 1)
+    count = finite.sum(axis=1)
+    count_beyond = beyond.sum(axis=1)
+    for r in range(n_rows):  # a loop over rows of scalar tests, each O(n)
+        if count[r] < MIN_POINTS:
+            code[r] = _TOO_FEW
+            reasons[r] = ("no finite similarity beyond distance 0" if count_beyond[r] == 0 else
+                          f"{count[r]} distances with a finite value, fewer than {MIN_POINTS}")
+            continue
+        v = y[r, beyond[r]]
+        dv = d[beyond[r]]
+        first = v[0]
+        median = float(np.median(v))
+        if abs(first - median) <= min_rise:
+            code[r] = _FLAT
+            reasons[r] = (f"no decay beyond distance {dv[0]:g}: S there ({first:.3g}) is within {min_rise:g} of "
+                          f"its median over distances {dv[0]:g}..{dv[-1]:g} ({median:.3g})")
+            continue
+        median_crossings = int(np.sum((v[:-1] >= median) & (v[1:] < median)))
+        if has_min[r] and median_crossings >= 2:
+            second = v[dv > d[-1] / 2]
+            if second.size and float(second.max()) >= first - min_rise:
+                code[r] = _NO_DECAY
+                reasons[r] = (f"S oscillates without decaying: after its first minimum it rises back to "
+                              f"{float(second.max()):.3g} beyond distance {d[-1] / 2:g}, within {min_rise:g} of S "
+                              f"at distance {dv[0]:g} ({first:.3g})")
+                continue
+        half = dv > (dv[0] + dv[-1]) / 2
+        head, tail = float(v[~half].mean()), float(v[half].mean()) if half.any() else float(v[-1])
+        if tail - head > min_rise:
+            code[r] = _RISING
+            reasons[r] = (f"S rises with distance: {tail:.3g} on average over the second half of distances "
+                          f"{dv[0]:g}..{dv[-1]:g} against {head:.3g} over the first")
+    return code, tuple(reasons)
+
+
+def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se=None, min_rise: float = MIN_RISE,
+                      min_rise_se: float = MIN_RISE_SE) -> ProfileSummaries:
+    """The model-free summaries of one profile (module docstring): pure, O(max_distance), no fitting.
+
+    Parameters
+    ----------
+    distance : array_like of shape (n_distances,)
+        0, 1, ..., max_distance (positions), increasing.
+    similarity : array_like of shape (n_distances,)
+        Mean similarity at each distance (NaN: no pair, skipped).
+    thresholds : sequence of float
+        Levels in [−1, 1] of the ``band_width_<t>`` summaries.
+    se : array_like of shape (n_distances,), optional
+        Standard errors of the means (a first minimum must rise back beyond them); None for exact profiles.
+    min_rise, min_rise_se : float
+        See :func:`summaries_many`.
+
+    Returns
+    -------
+    ProfileSummaries
+
+    Raises
+    ------
+    ValueError
+        A threshold outside [−1, 1] (the message names the valid range), or a
+        similarity array that is not 1-D and as long as ``distance``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = np.arange(200)
+    >>> s = profile_summaries(k, np.exp(-k / 20.0), thresholds=[0.5])
+    >>> s["band_width_0p5"], s["e_folding_distance"], s.status_of("zero_crossing")
+    (14.0, 21.0, 'not_reached')
+    """
+    y = np.asarray(similarity, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"similarity must be a 1-D profile, got shape {y.shape}; use summaries_many for many")
+    arrays = summaries_many(distance, y[None, :], thresholds=thresholds, se=se, min_rise=min_rise,
+                            min_rise_se=min_rise_se)
+    d = np.asarray(distance, dtype=float)
+    max_distance = int(d[-1]) if d.size else 0
+    statuses = tuple(STATUSES[c] for c in arrays.status[0])
+    reasons = []
+    for j, (name, st) in enumerate(zip(arrays.names, statuses)):
+        if st in DEGENERATE:
+            reasons.append(arrays.reasons[0])
+        elif st == "not_reached":
+            reasons.append(_not_reached_reason(name, arrays.level[0, j], max_distance))
+        elif st == "undefined":
+            reasons.append("S(0) is not positive: S / S(0) is not defined")
+        elif arrays.ill_conditioned[0, j]:
+            reasons.append(f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
+                           f"crossing, and a change of ±{CONDITIONING_DELTA:g} in the level moves that crossing "
+                           f"from {arrays.crossing_low[0, j]:.1f} to {arrays.crossing_high[0, j]:.1f}")
+        else:
+            reasons.append("")
+    return ProfileSummaries(
+        names=arrays.names, values=arrays.values[0], status=statuses, reason=tuple(reasons),
+        crossing=arrays.crossing[0], crossing_low=arrays.crossing_low[0], crossing_high=arrays.crossing_high[0],
+        slope=arrays.slope[0], recrossings=arrays.recrossings[0], ill_conditioned=arrays.ill_conditioned[0],
+        first_minimum_similarity=float(arrays.first_minimum_similarity[0]),
+        first_minimum_depth=float(arrays.first_minimum_depth[0]), max_distance=max_distance)
+
+
+def _not_reached_reason(name: str, level: float, max_distance: int) -> str:
+    if name == "first_minimum":
+        return f"no trough that S rises back from within max_distance {max_distance}"
+    if name == "integral_scale":
+        return f"no zero crossing within max_distance {max_distance}: the integral up to it is not defined"
+    return f"S stays at or above {level:.3g} up to max_distance {max_distance}"
