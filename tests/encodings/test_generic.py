@@ -84,3 +84,36 @@ def test_labels():
     assert make_encoding("sinusoidal").label == "sinusoidal"
     assert make_encoding("rotary", rope_theta=500000, rotary_dim=128).label == "rotary(rope_theta=500000, rotary_dim=128)"
     assert make_encoding("learned", source="gpt2").label == "learned(source=gpt2)"
+
+
+FAST_PATH = [(kind, params, size) for kind, params, size, width in EXAMPLES
+             if kind in ("sinusoidal", "rotary")] + [
+    ("sinusoidal", {"layout": "concatenated"}, (300, 64)),  # even widths have the exact kernel
+    ("sinusoidal", {"spacing": "tensor2tensor", "base": 500.0}, (257, 18)),
+]
+
+
+@pytest.mark.parametrize("kind, params, size", FAST_PATH, ids=str)
+def test_the_fast_path_equals_the_table_path(kind, params, size):
+    """Every rotary and sinusoidal row: the kernel's profile and heatmap equal the table's to 1e-12 (issue 14
+    item 3); an odd-width sinusoidal table has no kernel (case C1: its rows' norms vary)."""
+    from poslab.analysis import block_similarity, similarity_profile
+    from poslab.analysis.heatmap import kernel_block_means
+
+    enc, (n, dim) = make_encoding(kind, **params), size
+    kernel = enc.kernel(n, n - 1, dim)
+    if kind == "sinusoidal" and dim % 2:
+        assert kernel is None
+        return
+    table = enc.generate(n, dim)
+    profile = similarity_profile(table)
+    assert kernel.scale == "cosine" and kernel.symmetric and kernel.heads == ("all",)
+    np.testing.assert_allclose(kernel.profile(), profile.mean_similarity, rtol=0, atol=1e-12)
+    u = table / np.linalg.norm(table, axis=1, keepdims=True)
+    for k in (1, n // 3, n - 1):  # the diagonal itself, brute force
+        np.testing.assert_allclose(kernel.profile()[k], np.mean(np.sum(u[:-k] * u[k:], axis=1)), rtol=0, atol=1e-12)
+    bins = min(16, n)
+    np.testing.assert_allclose(kernel_block_means(kernel, n, bins).mean_similarity,
+                               block_similarity(table, bins=bins).mean_similarity, rtol=0, atol=1e-12)
+    shorter = enc.kernel(n, n // 2, dim)  # a shorter window is the same kernel, cut
+    np.testing.assert_allclose(shorter.profile(), kernel.profile()[:n // 2 + 1], rtol=0, atol=1e-14)

@@ -37,7 +37,9 @@ FILES = {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv", "heatm
          # uncertainty and literature properties (every study)
          "properties.csv", "bootstrap.csv", "comparison.csv", "comparison_pairs.csv", "decay_lengths.png",
          # rotary runs
-         "inv_freq.csv", "rope_decay.csv", "rope_geometry.png"}
+         "inv_freq.csv", "rope_decay.csv", "rope_geometry.png",
+         # kernel runs (sinusoidal, rotary): each head's reach
+         "kernel_heads.csv"}
 
 
 @pytest.fixture(scope="module")

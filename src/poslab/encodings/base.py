@@ -22,6 +22,9 @@ from .._validation import (Constraint, ValidationError, check, check_positive_in
 
 __all__ = ["Encoding", "ParameterError", "TableCost", "parameter"]
 
+if typing.TYPE_CHECKING:
+    from .kernel import Kernel
+
 
 class ParameterError(ValidationError):
     """A hyperparameter has the wrong type or an invalid value."""
@@ -58,7 +61,7 @@ class TableCost:
     Attributes
     ----------
     table_dim : int
-        Width of the table produced (columns).
+        Width of the table produced (columns); 0 for an encoding without a table (a bias).
     peak_bytes : int
         Peak memory while generating it, in bytes, the finished table included.
     """
@@ -86,6 +89,10 @@ class Encoding:
     keeps_own_dim : bool
         True if the table width is a property of the encoding (a learned
         table, a rotary table of ``rotary_dim``) rather than the study's ``dim``.
+    generates_table : bool
+        False for an encoding that has no position table, only a kernel (a
+        relative bias: ALiBi, T5 buckets, KERPLE): :meth:`generate` refuses and
+        :meth:`kernel` must return one.
     path_params : tuple of str
         Parameters holding file or folder paths: in a study file, relative
         paths that exist beside the study file are resolved against it.
@@ -97,6 +104,7 @@ class Encoding:
     kind: ClassVar[str] = ""
     stochastic: ClassVar[bool] = False
     keeps_own_dim: ClassVar[bool] = False
+    generates_table: ClassVar[bool] = True
     path_params: ClassVar[tuple[str, ...]] = ()
     bundled_params: ClassVar[tuple[str, ...]] = ()
 
@@ -145,6 +153,17 @@ class Encoding:
     def _generate(self, n_positions: int, dim: int, rng: np.random.Generator | None) -> np.ndarray:
         raise NotImplementedError
 
+    def _kernel(self, n_positions: int, max_distance: int, dim: int) -> Kernel | None:
+        """The exact kernel by distance, or None to analyse the table. Optional hook (default None).
+
+        Return a :class:`~poslab.encodings.kernel.Kernel` when what the encoding
+        does between two positions depends on their distance alone and is known in
+        closed form (sinusoidal, RoPE: the cosine kernel of their pairs; relative
+        biases: their attention prior); None when it is not (a learned table, an
+        odd-width sinusoidal table). Called with checked sizes.
+        """
+        return None
+
     def table_cost(self, n_positions: int, dim: int) -> TableCost:
         """What :meth:`generate` will cost for ``(n_positions, dim)``, without building anything. Optional hook.
 
@@ -165,6 +184,51 @@ class Encoding:
         n_positions = check_positive_int(n_positions, "n_positions")
         dim = check_positive_int(dim, "dim")
         self._check_size(n_positions, dim)
+
+    def kernel(self, n_positions: int, max_distance: int, dim: int) -> Kernel | None:
+        """The exact kernel by distance when the encoding is translation-invariant; None: analyse the table.
+
+        A run whose encoding has a kernel takes its profile, heatmap, properties
+        and intervals from it (``profile_method = kernel`` in ``summary.csv``):
+        O(max_distance · pairs) for a cosine kernel, no n × dim table, no FFT.
+
+        Parameters
+        ----------
+        n_positions : int
+            Positions of the window, >= 1 (dynamic and longrope RoPE depend on it).
+        max_distance : int
+            Largest distance, 0 <= max_distance < n_positions.
+        dim : int
+            The study's width (as for :meth:`generate`).
+
+        Returns
+        -------
+        Kernel or None
+            Values at key − query = ±0..max_distance per head, on the scale
+            ``cosine`` (vector encodings) or ``attention_prior`` (biases);
+            see :mod:`poslab.encodings.kernel`.
+
+        Raises
+        ------
+        ValueError
+            Bad sizes, a kernel for other distances, or no kernel from an
+            encoding that has no table.
+        """
+        n_positions = check_positive_int(n_positions, "n_positions")
+        dim = check_positive_int(dim, "dim")
+        max_distance = check_positive_int(max_distance, "max_distance", minimum=0)
+        if max_distance >= n_positions:
+            raise ValueError(f"max_distance must be < n_positions = {n_positions}, got {max_distance}")
+        self._check_size(n_positions, dim)
+        kernel = self._kernel(n_positions, max_distance, dim)
+        if kernel is None:
+            if not self.generates_table:
+                raise ValueError(f"{self.label} has no position table and returned no kernel")
+            return None
+        if kernel.max_distance != max_distance:
+            raise ValueError(f"{self.label} returned a kernel up to distance {kernel.max_distance}, "
+                             f"expected {max_distance}")
+        return kernel
 
     def generate(self, n_positions: int, dim: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
         """Build the position table.
@@ -187,10 +251,14 @@ class Encoding:
         Raises
         ------
         ValueError
-            Bad sizes, a missing ``rng`` for a stochastic encoding, or a
-            produced table of the wrong shape or with non-finite values.
+            Bad sizes, a missing ``rng`` for a stochastic encoding, a
+            produced table of the wrong shape or with non-finite values, or an
+            encoding without a table (``generates_table`` False: a relative bias).
         """
         self.check_size(n_positions, dim)
+        if not self.generates_table:
+            raise ValueError(f"{self.label} adds a bias to attention logits and has no position table: its kernel "
+                             "is analysed instead (Encoding.kernel)")
         if self.stochastic and rng is None:
             raise ValueError(f"{self.kind} is stochastic: pass rng=np.random.default_rng(seed)")
         table = check_table(self._generate(int(n_positions), int(dim), rng), name=f"{self.label} table")

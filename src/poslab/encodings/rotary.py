@@ -416,6 +416,22 @@ class Rotary(Encoding):
         angles = rope_angles(np.arange(n_positions), r.inv_freq)
         return r.attention_scaling * _merge(np.cos(angles), np.sin(angles), self.pairing)
 
+    def _kernel(self, n_positions, max_distance, dim):
+        """The exact cosine kernel Σ_i a² cos(k·θ_i) / Σ_i a² of the frequencies used (:meth:`resolve`).
+
+        Row m is a·(cos mθ_i, sin mθ_i) for every pair, a the attention scaling
+        (one factor for all pairs, so it cancels), zero-frequency pairs
+        (proportional) included with cos 0 = 1; the pairing permutes columns
+        only. See :func:`poslab.encodings.kernel.cosine_kernel`.
+        """
+        from .kernel import Kernel, cosine_kernel
+
+        r = self.resolve(dim, n_positions)
+        weights = np.full(r.inv_freq.shape, r.attention_scaling**2)
+        values = cosine_kernel(r.inv_freq, max_distance, weights)
+        row = values[None, :]
+        return Kernel("cosine", np.arange(max_distance + 1), row, row)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Plan:

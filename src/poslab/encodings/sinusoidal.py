@@ -85,3 +85,19 @@ class Sinusoidal(Encoding):
         table[:, 0::2] = sin
         table[:, 1::2] = cos
         return table
+
+    def _kernel(self, n_positions, max_distance, dim):
+        """The exact cosine kernel (2/d)·Σ_i cos(k·ω_i) for even ``dim``; None for odd ``dim``.
+
+        Every row is the pairs (sin pω_i, cos pω_i) of unit norm, whatever the
+        layout or spacing (:func:`poslab.encodings.kernel.cosine_kernel`). An odd
+        width has a lone sine column, so row norms vary with p and the
+        similarity depends on p: the table is analysed (case C1).
+        """
+        if dim % 2:
+            return None
+        from .kernel import Kernel, cosine_kernel
+
+        values = cosine_kernel(sinusoidal_frequencies(dim, base=self.base, spacing=self.spacing), max_distance)
+        row = values[None, :]
+        return Kernel("cosine", np.arange(max_distance + 1), row, row)

@@ -136,7 +136,7 @@ class SmoothedRandom(Encoding):
         k = np.asarray(distance, dtype=float)
         return np.exp(-(k**2) / (4.0 * self.length_scale**2))
 
-    def kernel(self) -> np.ndarray:
+    def smoothing_kernel(self) -> np.ndarray:
         """g(m) for m = −r..r, shape (2r + 1,): exp(−m² / (2σ²)) normalised to sum 1 (scipy's Gaussian kernel)."""
         m = np.arange(-self.radius, self.radius + 1, dtype=float)
         g = np.exp(-0.5 * (m / self.length_scale) ** 2)
@@ -146,7 +146,7 @@ class SmoothedRandom(Encoding):
         r = self.radius
         rows, length = self._sizes(n_positions)
         noise = rng.standard_normal((rows, dim))
-        spectrum = scipy.fft.rfft(self.kernel(), length)[:, None]
+        spectrum = scipy.fft.rfft(self.smoothing_kernel(), length)[:, None]
         table = np.empty((n_positions, dim))
         block = self._block(length, dim)
         for start in range(0, dim, block):  # the full linear convolution's rows 2r .. 2r + n − 1 are x[r .. r + n − 1]

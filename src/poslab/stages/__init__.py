@@ -26,6 +26,7 @@ from .schema import Column, Family, Table
 # the built-in stages, in pipeline order (importing a module registers its stages)
 from .heatmap import HEATMAPS  # noqa: E402
 from .properties import PROPERTIES  # noqa: E402
+from .kernel import KERNEL_HEADS  # noqa: E402
 from .profile import PROFILES  # noqa: E402
 from .decay import DECAY_METRICS  # noqa: E402
 from .bands import BAND_WIDTH, BANDS  # noqa: E402
@@ -41,7 +42,7 @@ __all__ = [
     "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables",
     "parse_options",
     "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_MAPS",
-    "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "PROFILES", "PROPERTIES", "ROPE_DECAY",
+    "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "KERNEL_HEADS", "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]
 
 #: The stages, in the order they run.

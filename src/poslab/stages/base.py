@@ -187,12 +187,23 @@ class RunContext:
 
     Attributes (derived on first use)
     ---------------------------------
+    kernel : poslab.encodings.kernel.Kernel or None
+        The encoding's exact kernel by distance (:meth:`Encoding.kernel
+        <poslab.encodings.Encoding.kernel>`), None when the table is analysed:
+        an encoding without one, or a cosine kernel with ``center`` (a centred
+        table is no longer the kernel's).
+    profile_method : {"kernel", "table"}
+        Where the profile comes from.
     table : ndarray of shape (n_positions, table_dim), float64
+        Generated on first use; a kernel run never needs it (a bias has none).
     units : poslab.analysis.UnitRows
         Unit rows (centred first with ``center``); excluded positions reported.
     profile : poslab.analysis.SimilarityProfile
         Distances 0..max_distance. A window with no pair of valid positions
         at any distance >= 1 is refused (ValueError): nothing can be measured.
+        A kernel run's profile is the kernel's (:meth:`Kernel.profile
+        <poslab.encodings.kernel.Kernel.profile>`: the mean over heads), exact:
+        std 0 and n_pairs = n_positions − distance, O(max_distance · pairs).
     fits : poslab.analysis.DecayFits
         Decay models fitted to the profile from ``fit_min_distance`` on.
     envelope_fits : DecayFits or None
@@ -216,12 +227,28 @@ class RunContext:
 
     # ----------------------------------------------------------------- derived
     @functools.cached_property
+    def kernel(self):
+        if getattr(self.encoding, "kernel", None) is None:  # no encoding (a bare table), or a duck-typed one
+            return None
+        kernel = self.encoding.kernel(self.n_positions, self.max_distance, self.dim)
+        if kernel is not None and kernel.scale == "cosine" and self.options.center:
+            return None  # the centred table's similarities are not the kernel's
+        return kernel
+
+    @property
+    def profile_method(self) -> str:
+        return "kernel" if self.kernel is not None else "table"
+
+    @functools.cached_property
     def table(self) -> np.ndarray:
         rng = np.random.default_rng(self.seed) if self.seed is not None else None
         return self.encoding.generate(self.n_positions, self.dim, rng=rng)
 
     @property
-    def table_dim(self) -> int:
+    def table_dim(self) -> int | None:
+        """Width of the analysed table; None for a kernel run that generated none."""
+        if "table" not in self.__dict__ and self.kernel is not None:
+            return None
         return int(np.shape(self.table)[1])
 
     @functools.cached_property
@@ -232,7 +259,14 @@ class RunContext:
 
     @functools.cached_property
     def profile(self):
-        from ..analysis.profile import _similarity_profile
+        from ..analysis.profile import SimilarityProfile, _similarity_profile
+
+        if self.kernel is not None:
+            distance = self.kernel.distance
+            n_pairs = self.n_positions - distance
+            return SimilarityProfile(distance=distance, mean_similarity=self.kernel.profile(),
+                                     std_similarity=np.zeros(distance.size), n_pairs=n_pairs,
+                                     n_positions=self.n_positions, center=False, std_pairs=n_pairs)
 
         if not 0 <= self.max_distance < len(self.units.vectors):
             raise ValueError(f"max_distance must be in [0, {len(self.units.vectors)}), got {self.max_distance}")
@@ -284,6 +318,8 @@ class RunContext:
         o = self.options
         if o.n_resamples == 0:  # no intervals, and none of their cost
             return None
+        if self.kernel is not None:  # an exact kernel: nothing to resample
+            return _exact_bootstrap(self)
         profile, fits = self.profile, self.fits
         anchor = anchor_block_sums(self.units, self.max_distance, n_blocks=o.n_blocks)
         self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
@@ -297,3 +333,24 @@ class RunContext:
         if "units" in self.__dict__ and not any("units" in s.uses for s in self.pending):
             del self.__dict__["units"]
 
+
+
+def _exact_bootstrap(ctx: RunContext):
+    """The bootstrap of a kernel run, without resampling: every resample of anchor blocks would give the kernel's
+    own profile, so the ``n_resamples`` replicates are its decay length and band widths, and it is ``exact``."""
+    from ..analysis.bands import first_crossings
+    from ..analysis.bootstrap import BootstrapResult
+
+    o = ctx.options
+    thresholds = tuple(float(t) for t in o.thresholds)
+    selected = ctx.fits.selected
+    p = ctx.profile
+    widths = first_crossings(p.distance, p.mean_similarity[None, :], thresholds)  # +inf: beyond the window
+    r = int(o.n_resamples)
+    return BootstrapResult(
+        method="exact", level=float(o.ci_level), n_resamples=r, block_length=None, thresholds=thresholds,
+        decay_lengths=np.full(r, np.nan if selected is None else selected.decay_length),
+        band_widths=np.repeat(widths, r, axis=0),
+        decay_length_ci=(np.nan, np.nan) if selected is None else (selected.decay_length,) * 2,
+        band_widths_ci={t: (w, w) if np.isfinite(w) else (np.nan, np.nan) for t, w in zip(thresholds, widths[0])},
+        profile_ci=(p.mean_similarity, p.mean_similarity), n_failed=0, exact=True)

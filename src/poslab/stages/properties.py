@@ -34,5 +34,8 @@ class Properties(Stage):
     tables = (PROPERTIES,)
     uses = frozenset({"units", "profile"})
 
+    def applies(self, ctx: RunContext) -> bool:
+        return getattr(ctx.encoding, "generates_table", True)  # until the kernel variant (helper S)
+
     def compute(self, ctx: RunContext) -> Output:
         return Output(tables={"properties": table_properties(ctx.units, ctx.profile).to_frame()})

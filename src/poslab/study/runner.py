@@ -173,7 +173,8 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ctx.table  # generated first: a failing encoding fails the run before any stage
+            if ctx.kernel is None:  # generated first: a failing encoding fails the run before any stage
+                ctx.table
             for i, stage in enumerate(stages):
                 ctx.pending = stages[i:]
                 if stage.applies(ctx):
@@ -186,7 +187,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     finally:
         for w in caught:  # say which run a warning comes from
             warnings.warn(f"{name}: {w.message}", w.category, stacklevel=2)
-    row["table_dim"] = ctx.table_dim
+    row["table_dim"] = pd.NA if ctx.table_dim is None else ctx.table_dim
     tables: dict[str, list[pd.DataFrame]] = {}
     notes = []
     for out in outputs:
