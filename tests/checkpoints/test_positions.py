@@ -101,7 +101,7 @@ def test_vit_and_deit_prefix_tokens_and_grid(tmp_path, make_model, wpe):
                                 "row_offset": 1, "grid_shape": "4x4", "prefix_tokens": 1,
                                 "position_rule": "ViT: 1 prefix row(s) (CLS), then the patch grid in raster order"}
     tables = _grid(enc, 16)
-    assert set(tables) == {"grid_profiles", "grid_maps"} and len(tables["grid_maps"]) == 16
+    assert set(tables) == {"grid_profiles", "grid_displacements", "grid_maps"} and len(tables["grid_maps"]) == 16
     deit = make_model(tmp_path / "deit", {"model_type": "deit", **cfg}, {"deit.embeddings.position_embeddings": wpe[None, :18]})
     np.testing.assert_array_equal(learned(deit).generate(16, 1), wpe[2:18])
     wrong = make_model(tmp_path / "wrong", {"model_type": "deit", **cfg}, {"deit.embeddings.position_embeddings": wpe[None, :17]})

@@ -1,18 +1,24 @@
-"""Similarity of vision position tables on their 2-D patch grid.
+"""Similarity of position vectors on their grid: (h, w) patches or (t, h, w) video patches.
 
-A vision transformer's table, after its prefix tokens (CLS, ...), holds one
-row per patch in raster order: patch (r, c) is row ``r * cols + c``. On the
-flattened index, "distance 1" mixes horizontal neighbours with the wrap from
-the end of one row to the start of the next; here pairs are grouped by their
-distance on the grid instead:
+Positions that are points of a grid — a vision transformer's patches, the
+(t, h, w) positions of M-RoPE, an axial RoPE or a 2-D sin-cos table — are
+rows of the table in C order: with grid shape (H, W) point (h, w) is row
+``h * W + w``; with (T, H, W) point (t, h, w) is row ``(t * H + h) * W + w``.
+On the flattened index, "distance 1" mixes horizontal neighbours with the wrap
+from the end of one row to the start of the next; here pairs are grouped by
+their displacement on the grid instead (:func:`grid_similarity`):
 
-- ``euclidean``: √(Δr² + Δc²)
-- ``manhattan``: |Δr| + |Δc|
-- ``along_row``: pairs in the same row, distance |Δc| (horizontal neighbours at 1)
-- ``along_column``: pairs in the same column, distance |Δr| (vertical neighbours at 1)
+- jointly, by displacement (Δt, Δh, Δw) (or (Δh, Δw)), one unordered pair
+  counted once, under the displacement whose first non-zero component is
+  positive (cosine similarity is symmetric, so d and −d hold the same pairs);
+- ``euclidean``: √(Σ Δ²) over every axis (one frame step counts as one patch step);
+- ``manhattan``: Σ |Δ|;
+- ``along_row``: pairs in the same row (and frame), distance |Δw|;
+- ``along_column``: pairs in the same column (and frame), distance |Δh|;
+- ``along_frame`` (3-D grids): pairs at the same (h, w), distance |Δt|.
 
-Each unordered pair of patches is counted once; distance 0 pairs each patch
-with itself (similarity 1), as in :func:`poslab.analysis.similarity_profile`.
+Distance 0 pairs each point with itself (similarity 1), as in
+:func:`poslab.analysis.similarity_profile`.
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ import pandas as pd
 
 from .similarity import unit_rows
 
-__all__ = ["GridSimilarity", "grid_similarity", "parse_grid", "GRID_METRICS"]
+__all__ = ["GridSimilarity", "grid_similarity", "parse_grid", "parse_grid_shape", "GRID_METRICS", "AXIS_METRICS"]
 
-GRID_METRICS = ("euclidean", "manhattan", "along_row", "along_column")
+GRID_METRICS = ("euclidean", "manhattan", "along_row", "along_column", "along_frame")
+#: The metric of pairs that differ along one axis only, by number of axes: (t,) h, w.
+AXIS_METRICS = {2: ("along_column", "along_row"), 3: ("along_frame", "along_column", "along_row")}
+# Pairs of rows compared at once (memory ~ 24 bytes each).
+_CHUNK_PAIRS = 1 << 22
 
 
 def parse_grid(text: str) -> tuple[int, int]:
-    """``"27x27"`` -> (27, 27).
+    """``"27x27"`` -> (27, 27): the 2-D patch grid of a vision table.
 
     Raises
     ------
@@ -43,36 +53,66 @@ def parse_grid(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
+def parse_grid_shape(text, axes: tuple[int, ...] = (2, 3)) -> tuple[int, ...]:
+    """``"4x16x16"`` -> (4, 16, 16), ``"16x16"`` -> (16, 16): a grid of (t,) h, w points.
+
+    Parameters
+    ----------
+    text : str or sequence of int
+    axes : tuple of int
+        Numbers of axes accepted.
+
+    Raises
+    ------
+    ValueError
+        Not ``TxHxW`` / ``HxW`` with positive integers, or another number of axes.
+    """
+    parts = [str(p) for p in text] if isinstance(text, (tuple, list)) else str(text).lower().split("x")
+    want = " or ".join({2: "'HxW' (e.g. '16x16')", 3: "'TxHxW' (e.g. '4x16x16')"}[a] for a in axes)
+    if len(parts) not in axes or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"grid must be {want} with positive integers (frames x rows x columns); got {text!r}")
+    return tuple(int(p) for p in parts)
+
+
 @dataclasses.dataclass(frozen=True)
 class GridSimilarity:
-    """Cosine similarity of patch positions against their distance on the grid.
+    """Cosine similarity of grid positions against their displacement and distance on the grid.
 
     Attributes
     ----------
     grid : tuple of int
-        (rows, cols) of the patch grid.
+        (rows, cols) or (frames, rows, cols).
     metric : ndarray of str, shape (n,)
         One of :data:`GRID_METRICS` per entry.
     distance : ndarray of float, shape (n,)
-        Grid distance in patches (integers except for ``euclidean``).
+        Grid distance in grid steps (integers except for ``euclidean``).
     mean_similarity, std_similarity : ndarray of float, shape (n,)
         Mean and population standard deviation of the cosine similarity over
         the pairs at that distance.
     n_pairs : ndarray of int, shape (n,)
-        Unordered pairs of valid patches averaged.
+        Unordered pairs of valid points averaged.
+    displacement : ndarray of int, shape (m, n_axes)
+        Every displacement that has a pair, first non-zero component positive (the zero one first).
+    displacement_mean, displacement_std : ndarray of float, shape (m,)
+        Mean and population standard deviation of the similarity over the pairs at that displacement.
+    displacement_n_pairs : ndarray of int, shape (m,)
     reference : tuple of int
-        (row, col) of the centre patch, ``(rows // 2, cols // 2)``.
-    reference_similarity : ndarray of shape (rows, cols)
-        Cosine similarity of every patch to the centre patch (NaN for excluded patches).
+        The centre point, ``size // 2`` on every axis.
+    reference_similarity : ndarray of the grid's shape
+        Cosine similarity of every point to the centre point (NaN for excluded points).
     """
 
-    grid: tuple[int, int]
+    grid: tuple[int, ...]
     metric: np.ndarray
     distance: np.ndarray
     mean_similarity: np.ndarray
     std_similarity: np.ndarray
     n_pairs: np.ndarray
-    reference: tuple[int, int]
+    displacement: np.ndarray
+    displacement_mean: np.ndarray
+    displacement_std: np.ndarray
+    displacement_n_pairs: np.ndarray
+    reference: tuple[int, ...]
     reference_similarity: np.ndarray
 
     def to_frame(self) -> pd.DataFrame:
@@ -80,31 +120,45 @@ class GridSimilarity:
         return pd.DataFrame({"metric": self.metric, "distance": self.distance, "mean_similarity": self.mean_similarity,
                              "std_similarity": self.std_similarity, "n_pairs": self.n_pairs})
 
+    def displacement_frame(self) -> pd.DataFrame:
+        """Tidy table: dt (empty for 2-D grids), dh, dw, mean_similarity, std_similarity, n_pairs."""
+        d = self.displacement
+        dt = pd.array(d[:, 0], dtype="Int64") if d.shape[1] == 3 else pd.array([None] * len(d), dtype="Int64")
+        return pd.DataFrame({"dt": dt, "dh": d[:, -2], "dw": d[:, -1], "mean_similarity": self.displacement_mean,
+                             "std_similarity": self.displacement_std, "n_pairs": self.displacement_n_pairs})
+
     def map_frame(self) -> pd.DataFrame:
-        """Tidy table of the centre patch's similarity map: row, col, reference_row, reference_col, similarity."""
-        rows, cols = np.indices(self.grid)
-        return pd.DataFrame({"row": rows.ravel(), "col": cols.ravel(), "reference_row": self.reference[0],
-                             "reference_col": self.reference[1], "similarity": self.reference_similarity.ravel()})
+        """Tidy table of the centre point's similarity map: frame (empty for 2-D grids), row, col,
+        reference_frame, reference_row, reference_col, similarity."""
+        idx = np.indices(self.grid).reshape(len(self.grid), -1)
+        three = len(self.grid) == 3
+        n = idx.shape[1]
+        frame = pd.array(idx[0] if three else [None] * n, dtype="Int64")
+        ref_frame = pd.array([self.reference[0] if three else None] * n, dtype="Int64")
+        return pd.DataFrame({"frame": frame, "row": idx[-2], "col": idx[-1], "reference_frame": ref_frame,
+                             "reference_row": self.reference[-2], "reference_col": self.reference[-1],
+                             "similarity": self.reference_similarity.ravel()})
 
     def neighbour_similarity(self, metric: str) -> float:
-        """Mean similarity of adjacent patches ``along_row`` (horizontal) or ``along_column`` (vertical)."""
-        if metric not in ("along_row", "along_column"):
-            raise ValueError(f"metric must be 'along_row' or 'along_column', got {metric!r}")
+        """Mean similarity of adjacent points ``along_row`` (horizontal), ``along_column`` (vertical) or
+        ``along_frame`` (consecutive frames)."""
+        if metric not in GRID_METRICS[2:]:
+            raise ValueError(f"metric must be one of {', '.join(GRID_METRICS[2:])}, got {metric!r}")
         hit = (self.metric == metric) & (self.distance == 1)
         if not hit.any():
-            raise ValueError(f"the {self.grid[0]}x{self.grid[1]} grid has no neighbours {metric}")
+            raise ValueError(f"the {'x'.join(map(str, self.grid))} grid has no neighbours {metric}")
         return float(self.mean_similarity[hit][0])
 
 
 def grid_similarity(table, grid) -> GridSimilarity:
-    """Similarity against 2-D grid distance for a table of patch positions.
+    """Similarity against displacement and distance on a 2-D or 3-D grid.
 
     Parameters
     ----------
-    table : array_like of shape (rows * cols, dim)
-        Patch position vectors in raster order (prefix tokens removed).
+    table : array_like of shape (prod(grid), dim)
+        Position vectors of the grid points in C order (prefix tokens removed).
     grid : tuple of int or str
-        ``(rows, cols)`` or ``"ROWSxCOLS"``.
+        ``(rows, cols)``, ``(frames, rows, cols)``, ``"HxW"`` or ``"TxHxW"``.
 
     Returns
     -------
@@ -113,72 +167,102 @@ def grid_similarity(table, grid) -> GridSimilarity:
     Raises
     ------
     ValueError
-        The table does not have rows * cols positions.
+        The table does not have prod(grid) rows, or the grid is not 2-D or 3-D.
 
     Notes
     -----
-    Forms the (rows·cols)² cosine matrix once (BLAS), then averages it over
-    each displacement (Δr, Δc) and merges displacements by distance with
-    Chan et al.'s pairwise update, so means and standard deviations are exact
-    in float64 up to rounding. Zero or non-finite rows are excluded with an
-    :class:`~poslab.analysis.InvalidPositionsWarning`.
+    Exact in float64 up to rounding: the cosine of every pair of points
+    (BLAS, in blocks of rows) is binned by displacement with
+    ``numpy.bincount`` — the displacement of pair (i, j) is P[j] − P[i] in a
+    mixed-radix code P of the coordinates — then each bin's spread is taken
+    about its own mean (a second pass), and bins are merged into distances with
+    Chan et al.'s pairwise update. Time O(N² · dim) for N = prod(grid)
+    points, memory O(N · dim + chunk). Zero or non-finite rows are excluded
+    with an :class:`~poslab.analysis.InvalidPositionsWarning`.
     """
-    gh, gw = parse_grid(grid) if isinstance(grid, str) else (int(grid[0]), int(grid[1]))
+    shape = parse_grid_shape(grid) if isinstance(grid, str) else parse_grid_shape(tuple(grid))
     units = unit_rows(table)
-    n = gh * gw
+    n = int(np.prod(shape))
     if len(units.vectors) != n:
-        raise ValueError(f"a {gh}x{gw} grid has {n} patches but the table has {len(units.vectors)} rows; "
-                         "remove prefix tokens (CLS) first, or give the right grid")
-    s = np.clip(units.vectors @ units.vectors.T, -1.0, 1.0)
-    np.fill_diagonal(s, 1.0)
-    s[~units.valid] = np.nan
-    s[:, ~units.valid] = np.nan
-    s4 = s.reshape(gh, gw, gh, gw)
-    disp, count, mean, m2 = [], [], [], []
-    for dr in range(gh):
-        for dc in range(-(gw - 1), gw):
-            if dr == 0 and dc < 0:
-                continue  # unordered pairs: each displacement once
-            c0 = max(0, -dc)
-            r_idx, c_idx = np.meshgrid(np.arange(gh - dr), np.arange(c0, gw - max(0, dc)), indexing="ij")
-            vals = s4[r_idx, c_idx, r_idx + dr, c_idx + dc]
-            vals = vals[np.isfinite(vals)]
-            if vals.size == 0:
-                continue
-            mu = vals.mean()
-            disp.append((dr, abs(dc)))
-            count.append(vals.size)
-            mean.append(mu)
-            m2.append(((vals - mu) ** 2).sum())
-    disp = np.array(disp)
-    count, mean, m2 = np.array(count, dtype=np.int64), np.array(mean), np.array(m2)
-    dr, dc = disp[:, 0], disp[:, 1]
-    groups = {
-        "euclidean": (np.ones_like(dr, bool), dr**2 + dc**2),
-        "manhattan": (np.ones_like(dr, bool), dr + dc),
-        "along_row": (dr == 0, dc),
-        "along_column": (dc == 0, dr),
-    }
+        what = "patches" if len(shape) == 2 else "points"
+        raise ValueError(f"a {'x'.join(map(str, shape))} grid has {n} {what} but the table has "
+                         f"{len(units.vectors)} rows; remove prefix tokens (CLS) first, or give the right grid")
+    u, valid = units.vectors, units.valid
+    coords = np.indices(shape).reshape(len(shape), n)  # (axes, n)
+    extent = np.array([2 * s - 1 for s in shape])      # displacements -(s-1) .. s-1 per axis
+    stride = np.cumprod(np.r_[extent[1:], 1][::-1])[::-1]
+    code = stride @ coords                             # P[i]; the bin of (i, j) is P[j] − P[i] + centre
+    centre = int(stride @ (np.array(shape) - 1))
+    n_bins = int(np.prod(extent))
+    rows = max(1, _CHUNK_PAIRS // n)
+    sums, counts = np.zeros(n_bins), np.zeros(n_bins)
+    blocks = []
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
+        s[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        ok = valid[start:stop, None] & valid[None, :]
+        bins = code[None, :] - code[start:stop, None] + centre
+        sums += np.bincount(bins[ok], weights=s[ok], minlength=n_bins)
+        counts += np.bincount(bins[ok], minlength=n_bins)
+        blocks.append((start, stop))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    m2 = np.zeros(n_bins)
+    for start, stop in blocks:  # second pass: squares about each bin's own mean (exact spread, 0 when it is 0)
+        s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
+        s[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        ok = valid[start:stop, None] & valid[None, :]
+        bins = code[None, :] - code[start:stop, None] + centre
+        m2 += np.bincount(bins[ok], weights=(s[ok] - means[bins[ok]]) ** 2, minlength=n_bins)
+    disp = np.stack(np.unravel_index(np.arange(n_bins), tuple(extent)), axis=1) - (np.array(shape) - 1)
+    first = np.take_along_axis(disp, np.argmax(disp != 0, axis=1)[:, None], axis=1)[:, 0]
+    keep = (counts > 0) & (first >= 0)          # one of d, −d (they hold the same pairs); d = 0 once
+    zero = ~disp.any(axis=1)
+    order = np.argsort(~zero[keep], kind="stable")   # the zero displacement first
+    disp, count, mean = disp[keep][order], counts[keep][order], means[keep][order]
+    m2 = m2[keep][order]
+    count_pairs = count.astype(np.int64)  # bin d holds each unordered pair at ±d once (its twin is bin −d)
+    m2_pairs = m2
+    a = np.abs(disp)
+    groups = {"euclidean": (np.ones(len(a), bool), (a**2).sum(axis=1)), "manhattan": (np.ones(len(a), bool),
+                                                                                       a.sum(axis=1))}
+    for axis, metric in enumerate(AXIS_METRICS[len(shape)]):
+        others = np.delete(a, axis, axis=1)
+        groups[metric] = (~others.any(axis=1), a[:, axis])
     out = {k: [] for k in ("metric", "distance", "mean", "std", "n")}
-    for metric, (use, key) in groups.items():
+    for metric in GRID_METRICS:
+        if metric not in groups:
+            continue
+        use, key = groups[metric]
         for k in np.unique(key[use]):
             sel = use & (key == k)
-            n_k = count[sel].sum()
-            mu = (count[sel] * mean[sel]).sum() / n_k
-            var = (m2[sel] + count[sel] * (mean[sel] - mu) ** 2).sum() / n_k
+            n_k = count_pairs[sel].sum()
+            mu = (count_pairs[sel] * mean[sel]).sum() / n_k
+            var = (m2_pairs[sel] + count_pairs[sel] * (mean[sel] - mu) ** 2).sum() / n_k
             out["metric"].append(metric)
             out["distance"].append(np.sqrt(k) if metric == "euclidean" else float(k))
             out["mean"].append(mu)
             out["std"].append(np.sqrt(max(var, 0.0)))
             out["n"].append(n_k)
-    ref = (gh // 2, gw // 2)
+    ref = tuple(s // 2 for s in shape)
+    ref_row = int(np.ravel_multi_index(ref, shape))
+    ref_sim = np.clip(u @ u[ref_row], -1.0, 1.0)
+    ref_sim[ref_row] = 1.0
+    ref_sim[~valid] = np.nan
+    if not valid[ref_row]:
+        ref_sim[:] = np.nan
     return GridSimilarity(
-        grid=(gh, gw),
+        grid=shape,
         metric=np.array(out["metric"]),
         distance=np.array(out["distance"], dtype=float),
         mean_similarity=np.array(out["mean"]),
         std_similarity=np.array(out["std"]),
         n_pairs=np.array(out["n"], dtype=np.int64),
+        displacement=disp.astype(np.int64),
+        displacement_mean=mean,
+        displacement_std=np.sqrt(np.maximum(m2 / np.maximum(count, 1), 0.0)),
+        displacement_n_pairs=count_pairs,
         reference=ref,
-        reference_similarity=s4[ref[0], ref[1]].copy(),
+        reference_similarity=ref_sim.reshape(shape),
     )

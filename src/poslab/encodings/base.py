@@ -164,6 +164,16 @@ class Encoding:
         """
         return None
 
+    def grid_shape(self, n_positions: int) -> tuple[int, ...] | None:
+        """The grid whose points the positions are, or None for positions on a line (the default). Optional hook.
+
+        ``(rows, cols)`` or ``(frames, rows, cols)``: row ``p`` of the table is the
+        ``p``-th grid point in C order (for (T, H, W): ``p = (t * H + h) * W + w``).
+        The ``grid`` stage (:mod:`poslab.stages.grid`) analyses every run whose
+        encoding declares a grid on that grid, when ``n_positions`` covers it whole.
+        """
+        return None
+
     def table_cost(self, n_positions: int, dim: int) -> TableCost:
         """What :meth:`generate` will cost for ``(n_positions, dim)``, without building anything. Optional hook.
 

@@ -353,6 +353,10 @@ class Learned(Encoding):
                              f"{offset + grid[0] * grid[1]} rows, but the table has {rows}")
         return offset, grid
 
+    def grid_shape(self, n_positions: int) -> tuple[int, int] | None:
+        """The patch grid (rows, cols) of a vision table, None for a text table (see :meth:`Encoding.grid_shape`)."""
+        return self._layout()[1]
+
     def position_rule(self) -> str:
         """How rows map to positions in this run: the source's rule, or the offset given."""
         st = self.stored()

@@ -33,7 +33,8 @@ from .bands import BAND_WIDTH, BANDS  # noqa: E402
 from .bootstrap import BOOTSTRAP  # noqa: E402
 from . import envelope  # noqa: E402,F401
 from . import source  # noqa: E402,F401
-from .learned import GRID_MAPS, GRID_PROFILES  # noqa: E402
+from . import learned  # noqa: E402,F401
+from .grid import GRID_DISPLACEMENTS, GRID_MAPS, GRID_PROFILES  # noqa: E402
 from .rope import INV_FREQ, ROPE_DECAY  # noqa: E402
 from .comparison import COMPARISON, COMPARISON_PAIRS  # noqa: E402
 
@@ -41,8 +42,8 @@ __all__ = [
     "PIPELINE", "SUMMARY", "TABLES", "RUN_COLUMNS", "AnalysisOptions", "Stage", "Output", "RunContext", "Column",
     "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables",
     "parse_options",
-    "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_MAPS",
-    "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "KERNEL_HEADS", "PROFILES", "PROPERTIES", "ROPE_DECAY",
+    "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_DISPLACEMENTS",
+    "GRID_MAPS", "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "KERNEL_HEADS", "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]
 
 #: The stages, in the order they run.
