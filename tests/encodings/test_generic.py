@@ -16,6 +16,10 @@ EXAMPLES = [
     ("rotary", {"rope_theta": 500000.0, "rotary_dim": 16, "pairing": "half"}, (30, 64), 16),
     ("rotary", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rotary_dim": 8}, (30, 64), 8),
     ("smoothed_random", {"length_scale": 3.5}, (25, 6), 6),
+    ("mrope", {"grid": "2x4x4", "mrope_section": "4,2,2", "layout": "interleaved", "rope_theta": 5e6}, (32, 16), 16),
+    ("mrope", {"mrope_section": "2,3,3", "rotary_dim": 16, "pairing": "half"}, (30, 64), 16),
+    ("axial_rope", {"grid": "2x3x5", "axes_dim": "4,6,6", "pairing": "half"}, (30, 64), 16),
+    ("sincos2d", {"grid": "5x6", "base": 100.0}, (30, 16), 16),
 ]
 
 

@@ -41,8 +41,8 @@ def test_parameter_named_like_a_column_is_refused():
 
 
 def test_unknown_kind_lists_installed():
-    with pytest.raises(KeyError, match="installed kinds: learned, random, rotary, sinusoidal"):
-        get_encoding_class("alibi")
+    with pytest.raises(KeyError, match=r"installed kinds: (\w+, )*learned, (\w+, )*random, rotary, (\w+, )*sinusoidal"):
+        get_encoding_class("no_such_kind")
 
 
 def _fake_entry_points(monkeypatch, *eps):

@@ -64,7 +64,7 @@ def test_grid_expands_lists(tmp_path):
 
 
 @pytest.mark.parametrize("entry, pattern", [
-    ('kind = "sinusodal"', r"s\.toml.*entry 1 \(kind = 'sinusodal'\).*installed kinds: learned, random, rotary, sinusoidal"),
+    ('kind = "sinusodal"', r"s\.toml.*entry 1 \(kind = 'sinusodal'\).*installed kinds: (\w+, )*learned, (\w+, )*random, rotary, (\w+, )*sinusoidal"),
     ('kind = "sinusoidal"\nbse = 3', r"s\.toml.*entry 1.*unknown parameter\(s\) bse; valid parameters: base"),
     ('kind = "sinusoidal"\nbase = "big"', r"s\.toml.*entry 1.*: base must be a finite number, got 'big'"),
     ('kind = "sinusoidal"\nlayout = "diag"', r"entry 1.*one of 'interleaved', 'concatenated'"),

@@ -1,6 +1,7 @@
 """Positional encoding generators and their registry.
 
-Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_random``.
+Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_random``, and on grids
+``mrope``, ``axial_rope``, ``sincos2d``.
 Third-party kinds register through the entry-point group ``poslab.encodings``.
 """
 
@@ -18,14 +19,20 @@ from .learned import Learned  # noqa: E402
 from .random import RandomEncoding  # noqa: E402
 from .rotary import Rotary, apply_rotary, rope_angles, rope_inv_freq  # noqa: E402
 from .smoothed_random import SmoothedRandom  # noqa: E402
+from .axial import AxialRope  # noqa: E402
+from .mrope import MRope  # noqa: E402
+from .sincos2d import Sincos2D  # noqa: E402
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "AxialRope",
     "Encoding",
     "Learned",
+    "MRope",
     "ParameterError",
     "RandomEncoding",
     "Rotary",
+    "Sincos2D",
     "Sinusoidal",
     "SmoothedRandom",
     "TableCost",

@@ -157,6 +157,12 @@ class RopeConfig:
         ``architecture default (MODEL_TYPE)``, ``transformers default``.
     rules : tuple of str
         Every rule applied beyond reading a key (text part, legacy names, ignored keys).
+    mrope_section : tuple of int or None
+        M-RoPE's frequency pairs per axis (t, h, w) as the config writes them (``mrope_section``, HunYuan-VL
+        ``xdrope_section``); None when it has none. ``kind = "mrope"`` reads it (:mod:`poslab.encodings.mrope`).
+    mrope_interleaved : bool or None
+        The config's ``mrope_interleaved`` key as written (transformers' modules do not read it: the layout
+        is the architecture's), None when absent.
     """
 
     path: str
@@ -173,6 +179,8 @@ class RopeConfig:
     prf_in_default: bool
     sources: Mapping[str, str]
     rules: tuple[str, ...]
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool | None = None
 
 
 def config_path(path) -> Path:
@@ -255,6 +263,8 @@ class _Reader:
         self.aliased: dict[str, str] = {}  # standard name -> the alias key the config used
         self.rules: list[str] = []
         self.part: str | None = None
+        self.mrope_section: tuple[int, ...] | None = None
+        self.mrope_interleaved: bool | None = None
 
     # ----------------------------------------------------------- helpers
     def fail(self, message: str):
@@ -316,7 +326,8 @@ class _Reader:
             scaling=types.MappingProxyType(scaling), max_position_embeddings=mpe,
             original_max_position_embeddings=original,
             prf_in_default=bool(arch is None or arch.get("prf_in_default") is not False),
-            sources=types.MappingProxyType(dict(self.sources)), rules=tuple(self.rules))
+            sources=types.MappingProxyType(dict(self.sources)), rules=tuple(self.rules),
+            mrope_section=self.mrope_section, mrope_interleaved=self.mrope_interleaved)
 
     def language_part(self) -> tuple[dict, str | None]:
         cfg = self.top
@@ -442,8 +453,9 @@ class _Reader:
             self.rules.append("rope type 'mrope' (Qwen2-VL legacy) is default RoPE with mrope_section")
             return "default"
         if rope_type == "axial":
-            self.fail("rope_type 'axial': a 2-D RoPE over patch rows and columns (a vision tower); poslab analyses "
-                      "1-D positions (multi-axis RoPE is not supported yet)")
+            self.fail("rope_type 'axial': a 2-D RoPE over patch rows and columns (a vision tower), not a RoPE of 1-D "
+                      "token positions; analyse it on its patch grid with kind = \"axial_rope\" (axes_dim, "
+                      "rope_theta, grid; config = a Qwen-VL vision config)")
         if rope_type not in ROPE_TYPES:
             hint = " ('su' is the old name of 'longrope'; edit the config)" if rope_type == "su" else ""
             self.fail(f"unknown rope type {rope_type!r}{hint}; valid: {', '.join(ROPE_TYPES)}")
@@ -616,9 +628,12 @@ class _Reader:
                 self.fail(f"{name}.mrope_section {section} sums to {sum(section)}, but the head rotates {pairs} "
                           "frequency pairs; they must be equal")
         layout = "interleaved" if rope.get("mrope_interleaved") else "chunked"
+        self.mrope_section = tuple(section)
+        if rope.get("mrope_interleaved") is not None:
+            self.mrope_interleaved = bool(rope["mrope_interleaved"])
         self.rules.append(f"M-RoPE ({layout}, mrope_section {section}): analysed for text tokens, whose t, h and w "
                           "positions are all the token position, so every pair rotates by it as in 1-D RoPE "
-                          "(the image / video axes are not analysed)")
+                          "(kind = \"mrope\" analyses the (t, h, w) axes on a grid)")
 
 
 TOP_STD = {"rope_theta": "rope_theta", "rotary_emb_base": "rope_theta", "partial_rotary_factor": "partial_rotary_factor",
