@@ -141,3 +141,19 @@ def test_bad_grids():
     assert _source(enc, 1024)["grid_shape"] == "32x32"
     with pytest.raises(ValueError, match="a 33x33 grid from row 0 needs 1089 rows, but the table has 1024"):
         make_encoding("learned", source="gpt2", grid="33x33").generate(4, 1)
+
+
+def test_3d_grid_figures_show_the_centre_frame_and_each_axis():
+    """An M-RoPE run on a 2x3x4 grid: the map is the centre frame (t = 1), grid_axes.png has a panel per axis."""
+    enc = make_encoding("mrope", grid="2x3x4", mrope_section="4,2,2", rotary_dim=16)
+    out = run_stage("grid", enc, 24, 16)
+    tables = {k: v.assign(label=enc.label) for k, v in out.tables.items()}
+    fig = STUDY_FIGURES["grid_profiles.png"](tables, None)
+    image = fig.axes[1].get_images()[0].get_array()
+    maps = tables["grid_maps"]
+    np.testing.assert_allclose(image, maps[maps["frame"] == 1]["similarity"].to_numpy().reshape(3, 4))
+    assert image[1, 2] == 1.0
+    axes_fig = STUDY_FIGURES["grid_axes.png"](tables, None)
+    assert [ax.get_xlabel() for ax in axes_fig.axes] == ["distance along t (frames)", "distance along h (rows)",
+                                                         "distance along w (columns)"]
+    assert STUDY_FIGURES["grid_axes.png"]({}, None) is None
