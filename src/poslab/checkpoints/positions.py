@@ -630,6 +630,10 @@ def _scheme_without_table(model_type: str | None) -> tuple[str, str] | None:
     if model_type in architectures():
         return "RoPE (rotary embeddings)", 'use kind = "rotary" with config = SOURCE'
     scheme = NO_ROPE_SCHEMES.get(model_type)
+    from .relative import T5_MODEL_TYPES
+
+    if scheme is not None and model_type in T5_MODEL_TYPES:
+        return scheme, 'use kind = "t5_buckets" with source = SOURCE and stack = "encoder" or "decoder"'
     if scheme is not None and "learned absolute" not in scheme:
         return scheme, "nothing in poslab analyses it yet"
     return None
