@@ -115,9 +115,31 @@ def check_only_generates(cls, params, n, dim, width):
               "a table is an analysis stage (README, 'Adding an analysis'); remove them")
 
 
+def _check_kernel(enc, n, dim):
+    """An encoding without a table: generate() refuses, kernel() gives a Kernel over 0..max_distance, reproducibly."""
+    from .encodings.kernel import Kernel
+
+    try:
+        enc.generate(n, dim, rng=_rng())
+    except ValueError:
+        pass
+    else:
+        _fail(f"{enc.label} has generates_table = False but generate() returned a table")
+    kernel = enc.kernel(n, n - 1, dim)
+    if not isinstance(kernel, Kernel) or kernel.max_distance != n - 1:
+        _fail(f"{enc.label}.kernel({n}, {n - 1}, {dim}) gave {kernel!r}, expected a Kernel over distances 0..{n - 1}")
+    again = enc.kernel(n, n - 1, dim)
+    if not (np.array_equal(kernel.backward, again.backward) and np.array_equal(kernel.forward, again.forward,
+                                                                               equal_nan=True)):
+        _fail(f"{enc.label}: two kernels of the same size differ: kernel() must depend on its parameters only")
+
+
 def check_table(cls, params, n, dim, width):
-    """generate() returns a finite float64 table of shape (n_positions, width)."""
+    """generate() returns a finite float64 table of shape (n_positions, width); an encoding without a table
+    (``generates_table = False``) refuses to generate and returns its kernel, reproducibly."""
     enc = _build(cls, params)
+    if not enc.generates_table:
+        return _check_kernel(enc, n, dim)
     table = enc.generate(n, dim, rng=_rng())
     expected = (n, width if width is not None else dim)
     if not isinstance(table, np.ndarray) or table.shape != expected:
@@ -131,6 +153,11 @@ def check_table(cls, params, n, dim, width):
 def check_reproducible_and_seeded(cls, params, n, dim, width):
     """The same generator seed gives the same table; another seed another one exactly when ``stochastic``."""
     enc = _build(cls, params)
+    if not enc.generates_table:
+        if enc.stochastic:
+            _fail(f"{enc.label}: an encoding without a table has no random draw (kernel() takes no rng); "
+                  "set stochastic = False")
+        return
     a, b = enc.generate(n, dim, rng=_rng(7)), enc.generate(n, dim, rng=_rng(7))
     if not np.array_equal(a, b):
         _fail(f"{enc.label}: two tables from default_rng(7) differ: generate must depend on its parameters and "
@@ -173,7 +200,7 @@ def check_bad_sizes(cls, params, n, dim, width):
     enc = _build(cls, params)
     for bad in [(0, dim), (n, 0), (2.5, dim)]:
         try:
-            enc.generate(*bad, rng=_rng())
+            enc.generate(*bad, rng=_rng()) if enc.generates_table else enc.kernel(bad[0], 0, bad[1])
         except (ValueError, TypeError):
             continue
         _fail(f"{enc.label}.generate{bad} did not refuse the size")

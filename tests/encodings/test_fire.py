@@ -85,3 +85,13 @@ def test_bad_weights_and_windows_are_refused(tmp_path):
         enc.check_size(8, 4)
     with pytest.raises(ValueError, match="reaches past position 0"):
         enc.bias_by_distance(20, 11)
+
+
+def test_the_kernel_is_the_attention_prior_at_the_stated_query():
+    enc = Fire(weights=str(EXAMPLE), query_position=600)
+    kernel = enc.kernel(700, 300, 1)
+    b = fire_bias(read_fire_weights(EXAMPLE), [600], 600 - np.arange(301))[:, 0, :]
+    assert (kernel.scale, kernel.direction, kernel.heads) == ("attention_prior", "causal", ("0", "1", "2", "3"))
+    np.testing.assert_allclose(kernel.backward, np.exp(b - b[:, :1]), rtol=1e-15)
+    assert Fire(weights=str(EXAMPLE)).kernel(700, 300, 1) is not None  # the last query, 699
+    assert Fire(weights=str(EXAMPLE)).invariant_within(513) and not Fire(weights=str(EXAMPLE)).invariant_within(514)

@@ -1,6 +1,7 @@
 """Generic tests run over every built-in encoding: adding an encoding means adding one row here."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,9 @@ EXAMPLES = [
     ("mrope", {"mrope_section": "2,3,3", "rotary_dim": 16, "pairing": "half"}, (30, 64), 16),
     ("axial_rope", {"grid": "2x3x5", "axes_dim": "4,6,6", "pairing": "half"}, (30, 64), 16),
     ("sincos2d", {"grid": "5x6", "base": 100.0}, (30, 16), 16),
+    ("t5_buckets", {}, (40, 8), 0),
+    ("xpos", {"rotary_dim": 16, "scale_base": 64.0}, (30, 64), 0),
+    ("fire", {"weights": str(Path(__file__).resolve().parents[1] / "data" / "fire_example.npz")}, (30, 4), 0),
 ]
 
 

@@ -55,3 +55,13 @@ def test_parameters_are_checked():
     with pytest.raises(ValueError, match="odd"):
         XPos().check_size(10, 9)
     assert XPos().width(128) == 128 and XPos(rotary_dim=16).width(128) == 16
+
+
+def test_the_kernel_is_the_causal_score_kernel():
+    enc = XPos(rotary_dim=64)
+    kernel = enc.kernel(200, 150, 768)
+    assert (kernel.scale, kernel.direction, kernel.heads) == ("score", "causal", ("all",))
+    np.testing.assert_allclose(kernel.backward[0], enc.score_kernel(150, 768), rtol=0, atol=0)
+    assert np.isnan(kernel.forward[0, 1:]).all()
+    with pytest.raises(ValueError, match="has no position table"):
+        enc.generate(10, 64)

@@ -134,3 +134,17 @@ def test_learned_points_a_t5_checkpoint_to_t5_buckets(t5):
     folder, _ = t5
     with pytest.raises(ValueError, match='kind = "t5_buckets"'):
         make_encoding("learned", source=str(folder)).table()
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder"])
+def test_the_kernel_is_the_attention_prior_of_the_forward_pass_bias(t5, stack):
+    folder, seen = t5
+    kernel = T5Buckets(source=str(folder), stack=stack).kernel(N, N - 1, 32)
+    bias = seen[stack]
+    assert kernel.scale == "attention_prior" and kernel.heads == ("0", "1", "2", "3")
+    np.testing.assert_allclose(kernel.backward, np.exp(bias[:, :, 0] - bias[:, [0], [0]]), rtol=1e-15)
+    if stack == "encoder":
+        assert kernel.direction == "bidirectional" and not kernel.symmetric
+        np.testing.assert_allclose(kernel.forward, np.exp(bias[:, 0, :] - bias[:, [0], [0]]), rtol=1e-15)
+    else:  # keys after the query are masked in the decoder
+        assert kernel.direction == "causal" and np.isnan(kernel.forward[:, 1:]).all()

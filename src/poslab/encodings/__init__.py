@@ -1,7 +1,7 @@
 """Positional encoding generators and their registry.
 
-Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_random``, and on grids
-``mrope``, ``axial_rope``, ``sincos2d``.
+Built-in kinds: ``sinusoidal``, ``learned``, ``random``, ``rotary``, ``smoothed_random``; on grids
+``mrope``, ``axial_rope``, ``sincos2d``; relative biases and score kernels ``t5_buckets``, ``xpos``, ``fire``.
 Third-party kinds register through the entry-point group ``poslab.encodings``.
 """
 
@@ -22,6 +22,9 @@ from .smoothed_random import SmoothedRandom  # noqa: E402
 from .axial import AxialRope  # noqa: E402
 from .mrope import MRope  # noqa: E402
 from .sincos2d import Sincos2D  # noqa: E402
+from .t5_buckets import T5Buckets  # noqa: E402
+from .xpos import XPos  # noqa: E402
+from .fire import Fire  # noqa: E402
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -35,6 +38,9 @@ __all__ = [
     "Sincos2D",
     "Sinusoidal",
     "SmoothedRandom",
+    "T5Buckets",
+    "XPos",
+    "Fire",
     "TableCost",
     "apply_rotary",
     "available_encodings",

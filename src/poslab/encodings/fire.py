@@ -48,7 +48,8 @@ import numpy as np
 
 from .._validation import AnyOf, Integer, NoneValue
 from ..checkpoints.files import list_tensors, load_tensor
-from .base import Encoding, ParameterError, parameter
+from .base import Encoding, ParameterError, TableCost, parameter
+from .kernel import Kernel, attention_prior
 from .registry import register
 
 __all__ = ["Fire", "FireWeights", "read_fire_weights", "fire_bias", "FIRE_ARRAYS"]
@@ -174,6 +175,7 @@ class Fire(Encoding):
     """
 
     kind = "fire"
+    generates_table = False
     path_params = ("weights",)
     unset_defaults = {"query_position": "the last position of the window, n_positions - 1"}
 
@@ -217,6 +219,24 @@ class Fire(Encoding):
                              f"analyse at most max_distance = {i}, or a later query_position")
         k = np.arange(int(max_distance) + 1)
         return fire_bias(self.read(), [i], i - k)[:, 0, :]
+
+    def table_cost(self, n_positions: int, dim: int) -> TableCost:
+        """No table: the MLP's hidden layer over the distances, and the kernel."""
+        w = self.read()
+        return TableCost(table_dim=0, peak_bytes=8 * (w.w1.shape[0] + 4 * w.n_heads) * int(n_positions))
+
+    def invariant_within(self, n_positions: int) -> bool:
+        """Whether every query of the window has the same normaliser ψ(L) (n_positions − 1 ≤ L), so that the
+        bias depends on the distance alone there."""
+        return int(n_positions) - 1 <= self.read().threshold
+
+    def _kernel(self, n_positions, max_distance, dim):
+        """The attention prior exp(b_h(i, i − k) − b_h(i, i)) at the stated query i; causal."""
+        backward = attention_prior(self.bias_by_distance(n_positions, max_distance))
+        forward = np.full_like(backward, np.nan)
+        forward[:, 0] = 1.0
+        return Kernel("attention_prior", np.arange(max_distance + 1), forward, backward,
+                      tuple(str(h) for h in range(backward.shape[0])), "causal")
 
 
 @functools.lru_cache(maxsize=8)

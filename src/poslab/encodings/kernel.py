@@ -16,6 +16,13 @@ value of a relative kernel for key − query = +k (``forward``) and −k
     exp(b_h(k) − b_h(0)) — the ratio of the attention weight on a key at
     distance k to the weight on the query's own position when the contents
     score alike. It is 1 at distance 0 and in (0, 1] for a bias that decays.
+``score``
+    Encodings that scale the query–key score by distance instead of adding a
+    bias (xPos: RoPE's rotation times a per-pair decay ζ_i^(k/scale_base)): the
+    score of equal content at distance k relative to distance 0,
+    Σ_i ζ_i^(k/s) cos(kθ_i) / Σ_i 1 (:mod:`poslab.encodings.xpos`). Without
+    the decay it is RoPE's cosine kernel; it is neither a cosine of vectors
+    (xPos scales queries and keys differently) nor a bias.
 
 Why two scales and not one: a bias has no vectors, so it has no cosine
 similarity; a vector encoding's cosine is a geometry of its table, not an
@@ -55,7 +62,7 @@ import numpy as np
 __all__ = ["Kernel", "SCALES", "DIRECTIONS", "cosine_kernel", "attention_prior"]
 
 #: The scales a kernel reports (``summary.csv`` column ``kernel``).
-SCALES = ("cosine", "attention_prior")
+SCALES = ("cosine", "attention_prior", "score")
 #: Which keys a kernel covers.
 DIRECTIONS = ("bidirectional", "causal")
 #: A kernel's value at distance 0 must be 1 to this tolerance.
@@ -70,7 +77,7 @@ class Kernel:
 
     Attributes
     ----------
-    scale : {"cosine", "attention_prior"}
+    scale : {"cosine", "attention_prior", "score"}
         What the values measure: cosine similarity of position vectors, or the
         attention prior exp(b_h(k) − b_h(0)) of a bias (dimensionless).
     distance : ndarray of int64, shape (m,)

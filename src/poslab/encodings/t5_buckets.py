@@ -38,7 +38,8 @@ import numpy as np
 
 from .._validation import AnyOf, Integer, NoneValue
 from ..checkpoints.relative import RelativeBias, read_t5_bias
-from .base import Encoding, ParameterError, parameter
+from .base import Encoding, ParameterError, TableCost, parameter
+from .kernel import Kernel, attention_prior
 from .registry import register
 
 __all__ = ["T5Buckets", "T5Resolution", "relative_position_bucket", "t5_bias"]
@@ -200,6 +201,7 @@ class T5Buckets(Encoding):
     """
 
     kind = "t5_buckets"
+    generates_table = False
     path_params = ("source",)
     unset_defaults: ClassVar[dict[str, str]] = {
         "stack": "the checkpoint's only stack (two tables: refused)",
@@ -263,3 +265,21 @@ class T5Buckets(Encoding):
         except ValueError as exc:
             raise ParameterError(f"t5_buckets: {st.tensor}: {exc}") from None
         return T5Resolution(st.bias, bidirectional, num_buckets, max_distance, st, tuple(rules))
+
+    def table_cost(self, n_positions: int, dim: int) -> TableCost:
+        """No table: the kernel is (n_heads, max_distance + 1) twice."""
+        return TableCost(table_dim=0, peak_bytes=4 * 8 * self.stored().bias.shape[1] * int(n_positions))
+
+    def _kernel(self, n_positions, max_distance, dim):
+        """The attention prior exp(b_h(k) − b_h(0)) of every head at rel = ±k (causal: keys before the query only)."""
+        r = self.resolve()
+        forward, backward = r.bias_by_distance(max_distance)
+        backward = attention_prior(backward)
+        if r.bidirectional:
+            forward, direction = attention_prior(forward), "bidirectional"
+        else:  # the decoder's buckets put keys after the query in bucket 0; the causal mask removes them
+            forward = np.full_like(backward, np.nan)
+            forward[:, 0] = 1.0
+            direction = "causal"
+        return Kernel("attention_prior", np.arange(max_distance + 1), forward, backward,
+                      tuple(str(h) for h in range(r.n_heads)), direction)

@@ -33,7 +33,8 @@ import dataclasses
 import numpy as np
 
 from .._validation import AnyOf, Integer, NoneValue, Real
-from .base import Encoding, ParameterError, parameter
+from .base import Encoding, ParameterError, TableCost, parameter
+from .kernel import Kernel
 from .registry import register
 from .rope_scaling import ROPE_THETA, rope_inv_freq
 
@@ -135,6 +136,7 @@ class XPos(Encoding):
 
     kind = "xpos"
     keeps_own_dim = True
+    generates_table = False
 
     rope_theta: float = parameter(10000.0, check=ROPE_THETA)
     rotary_dim: int | None = parameter(None, check=AnyOf((Integer(minimum=2), NoneValue())))
@@ -167,3 +169,14 @@ class XPos(Encoding):
         """K(k) for k = 0 .. max_distance (keys before the query), shape (max_distance + 1,)."""
         return xpos_score_kernel(np.arange(int(max_distance) + 1), self.inv_freq(dim), scale_base=self.scale_base,
                                  gamma=self.gamma)
+
+    def table_cost(self, n_positions: int, dim: int) -> TableCost:
+        """No table: the factors and angles over pairs × distances."""
+        return TableCost(table_dim=0, peak_bytes=4 * 8 * (self.width(dim) // 2) * int(n_positions))
+
+    def _kernel(self, n_positions, max_distance, dim):
+        """The score kernel K(k) for keys k positions before the query (scale ``score``); causal."""
+        backward = self.score_kernel(max_distance, dim)[None, :]
+        forward = np.full_like(backward, np.nan)
+        forward[:, 0] = 1.0
+        return Kernel("score", np.arange(max_distance + 1), forward, backward, ("all",), "causal")

@@ -33,6 +33,7 @@ from .bands import BAND_WIDTH, BANDS  # noqa: E402
 from .bootstrap import BOOTSTRAP  # noqa: E402
 from . import envelope  # noqa: E402,F401
 from . import source  # noqa: E402,F401
+from . import relative  # noqa: E402,F401
 from . import learned  # noqa: E402,F401
 from .grid import GRID_DISPLACEMENTS, GRID_MAPS, GRID_PROFILES  # noqa: E402
 from .rope import INV_FREQ, ROPE_DECAY  # noqa: E402
