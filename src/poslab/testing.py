@@ -203,7 +203,7 @@ def check_bad_sizes(cls, params, n, dim, width):
             enc.generate(*bad, rng=_rng()) if enc.generates_table else enc.kernel(bad[0], 0, bad[1])
         except (ValueError, TypeError):
             continue
-        _fail(f"{enc.label}.generate{bad} did not refuse the size")
+        _fail(f"{enc.label}.{'generate' if enc.generates_table else 'kernel'}{bad} did not refuse the size")
 
 
 def check_parameter_messages(cls, params, n, dim, width):
@@ -215,6 +215,27 @@ def check_parameter_messages(cls, params, n, dim, width):
             _fail(f"{cls.kind}: an unknown parameter's message does not list the valid ones: {exc}")
     else:
         _fail(f"{cls.kind}: an unknown parameter was accepted")
+
+
+def check_kernel(cls, params, n, dim, width):
+    """A kernel (when there is one) holds distances 0..n − 1 on a known scale, and a cosine kernel equals the
+    similarity profile of the encoding's own table (the fast path is exact: to 1e-10)."""
+    from .analysis import similarity_profile
+    from .encodings.kernel import Kernel
+
+    enc = _build(cls, params)
+    kernel = enc.kernel(n, n - 1, dim)
+    if kernel is None:
+        return
+    if not isinstance(kernel, Kernel) or kernel.max_distance != n - 1:
+        _fail(f"{enc.label}.kernel({n}, {n - 1}, {dim}) must be a poslab.encodings.kernel.Kernel up to distance "
+              f"{n - 1}, got {kernel!r}")
+    if enc.generates_table and kernel.scale == "cosine":
+        table = enc.generate(n, dim, rng=_rng() if enc.stochastic else None)
+        gap = np.nanmax(np.abs(similarity_profile(table).mean_similarity - kernel.profile()))
+        if not gap <= 1e-10:
+            _fail(f"{enc.label}: its cosine kernel differs from its table's similarity profile by {gap:.3g} (> 1e-10): "
+                  "return None from _kernel unless the kernel is exact")
 
 
 def check_analysable(cls, params, n, dim, width):
@@ -233,10 +254,12 @@ def check_analysable(cls, params, n, dim, width):
             try:
                 _check_output(stage, stage.compute(ctx))
             except Exception as exc:  # noqa: BLE001 - reported as the check's failure
-                _fail(f"{enc.label}: stage {stage.name} failed on a generated {n} x {ctx.table_dim} table: "
+                what = f"its kernel ({n} positions)" if ctx.__dict__.get("kernel") is not None else \
+                    f"a generated {n} x {ctx.table_dim} table"
+                _fail(f"{enc.label}: stage {stage.name} failed on {what}: "
                       f"{type(exc).__name__}: {exc}")
 
 
 _CHECKS = [(f.__name__.removeprefix("check_"), f) for f in (
     check_class, check_only_generates, check_table, check_reproducible_and_seeded, check_parameters,
-    check_bad_sizes, check_parameter_messages, check_analysable)]
+    check_bad_sizes, check_parameter_messages, check_kernel, check_analysable)]

@@ -24,6 +24,10 @@ EXAMPLES = [
     ("t5_buckets", {}, (40, 8), 0),
     ("xpos", {"rotary_dim": 16, "scale_base": 64.0}, (30, 64), 0),
     ("fire", {"weights": str(Path(__file__).resolve().parents[1] / "data" / "fire_example.npz")}, (30, 4), 0),
+    ("alibi", {"n_heads": 12}, (40, 8), 0),
+    ("alibi", {"n_heads": 3, "direction": "bidirectional", "alibi_bias_max": 6.0}, (20, 8), 0),
+    ("kerple", {"variant": "log", "p": 1.5, "a": 0.3}, (30, 8), 0),
+    ("kerple", {"variant": "power", "p": 0.2, "a": 1.5, "direction": "bidirectional"}, (30, 8), 0),
 ]
 
 

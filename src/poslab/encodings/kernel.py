@@ -92,6 +92,8 @@ class Kernel:
         Keys covered: both sides of the query, or only those at or before it.
     head_parameters : mapping of str to tuple of float, optional
         Per-head parameters behind the values (ALiBi ``slope``, KERPLE ``p`` and ``a``), one value per head.
+    notes : tuple of str, optional
+        Rules applied in building it that a reader must know (recorded in the run's ``message``).
 
     Raises
     ------
@@ -108,6 +110,7 @@ class Kernel:
     heads: tuple[str, ...] = ("all",)
     direction: str = "bidirectional"
     head_parameters: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.scale not in SCALES:
@@ -151,6 +154,7 @@ class Kernel:
         object.__setattr__(self, "backward", backward)
         object.__setattr__(self, "heads", heads)
         object.__setattr__(self, "head_parameters", params)
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
 
     @property
     def max_distance(self) -> int:

@@ -141,6 +141,33 @@ def _pick_seed(sub, seed):
     return sub[sub["seed"].notna() & (sub["seed"] == chosen)], chosen
 
 
+#: How each kernel scale is named on figures (summary.csv ``kernel``; :mod:`poslab.encodings.kernel`).
+SCALE_NAMES = {"cosine": "cosine similarity", "attention_prior": "attention prior exp(b(k) − b(0))"}
+
+
+def kernel_scales(summary: pd.DataFrame | None) -> dict:
+    """label → kernel scale (``cosine``, ``attention_prior``) from a summary table; {} without one."""
+    if summary is None or not {"label", "kernel"} <= set(summary.columns):
+        return {}
+    known = summary[summary["kernel"].notna() & (summary["kernel"] != "")]
+    return dict(zip(known["label"], known["kernel"]))
+
+
+def _scale_label(scales: dict, labels, default: str = "cosine similarity") -> str:
+    """The axis / colorbar label of the scales the shown labels are on (both named when they are mixed)."""
+    used = list(dict.fromkeys(scales.get(label, "cosine") for label in labels))
+    if used == ["cosine"]:
+        return default
+    if len(used) == 1:
+        return SCALE_NAMES.get(used[0], used[0])
+    return " | ".join(u.replace("_", " ") for u in used)  # each panel / legend entry says which
+
+
+def _with_scale(text: str, label, scales: dict) -> str:
+    scale = scales.get(label, "cosine")
+    return text if scale == "cosine" else f"{text} [{scale.replace('_', ' ')}]"
+
+
 def _block_matrix(rows, label):
     """Pivot block rows to (matrix, extent); missing blocks become NaN."""
     if rows.duplicated(["row_start", "col_start"]).any():
@@ -153,7 +180,7 @@ def _block_matrix(rows, label):
 
 
 def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first", ncols=None,
-                             cmap="RdBu_r", panel_size=3.2, title=None) -> Figure:
+                             cmap="RdBu_r", panel_size=3.2, title=None, scales: dict | None = None) -> Figure:
     """Block-averaged cosine-similarity matrices, one panel per encoding.
 
     Parameters
@@ -179,12 +206,16 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         Width and height of one panel in inches.
     title : str, optional
         Figure title.
+    scales : dict, optional
+        label → kernel scale (:func:`kernel_scales` of the summary table): a
+        panel on another scale than ``cosine`` (a bias's attention prior) says
+        so in its title, and the colorbar names every scale shown.
 
     Returns
     -------
     matplotlib.figure.Figure
         One ``imshow`` image per label (``extent`` in positions, origin at the
-        top left) and one shared colorbar labelled "cosine similarity".
+        top left) and one shared colorbar labelled "cosine similarity" (or the scales shown).
         Near-uniform blocks are drawn as equal cells.
     """
     _check_frame(heatmaps, _HEATMAP_COLUMNS, "heatmaps")
@@ -204,7 +235,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         mat, extent = _block_matrix(rows, label)
         image = ax.imshow(mat, cmap=cmap, vmin=-1.0, vmax=1.0, extent=extent, origin="upper",
                           aspect="equal", interpolation="nearest")
-        text = label if shown is None else f"{label}, seed {shown}"
+        text = _with_scale(label if shown is None else f"{label}, seed {shown}", label, scales or {})
         ax.set_title(textwrap.fill(text, width, break_long_words=False), fontsize=9)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
@@ -216,7 +247,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
     for ax in axes[n:]:
         ax.remove()
     cbar = fig.colorbar(image, ax=list(axes[:n]), shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
-    cbar.set_label("cosine similarity")
+    cbar.set_label(_scale_label(scales or {}, labels))
     if title:
         fig.suptitle(title)
     return _say_left_out(fig, note)
@@ -267,7 +298,9 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     summary : DataFrame, optional
         The ``summary`` table: for labels with one ok run, ``decay_length``
         and ``decay_length_ci_low`` / ``_ci_high`` are marked on the profile
-        (a diamond with a horizontal interval bar).
+        (a diamond with a horizontal interval bar); its ``kernel`` column names
+        the scale of each label (a bias's attention prior is marked in the legend
+        and the y axis names every scale shown).
     labels : list of str, optional
         Labels to show, in this order. Default: all, in order of appearance.
         At most :data:`MAX_CURVES` are drawn (the first ones; the figure says
@@ -295,6 +328,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
                          "filter it to one study (or give the runs distinct labels) first")
     marks = _decay_marks(summary, labels)
+    scales = kernel_scales(summary)
     summary = _seed_summary(df, "fitted_similarity" in df.columns)
     colours = dict(zip(labels, curve_palette(len(labels))))
     w, h = panel_size
@@ -328,13 +362,14 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                 ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
                         label=f"{label} (selected fit)")
                 any_fit = True
-        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 32, break_long_words=False)))
+        handles.append(Line2D([], [], color=colour, lw=1.6,
+                              label=textwrap.fill(_with_scale(label, label, scales), 32, break_long_words=False)))
     for ax in (ax_lin, ax_log):
         ax.axhline(0.0, color="0.6", lw=0.8, zorder=0)
         ax.set_xlabel("distance (positions)")
         ax.grid(alpha=0.25, lw=0.5)
     ax_log.set_xscale("log")
-    ax_lin.set_ylabel("mean cosine similarity")
+    ax_lin.set_ylabel(_scale_label(scales, labels, "mean cosine similarity"))
     ax_lin.set_title("linear distance", fontsize=10)
     ax_log.set_title("log distance", fontsize=10)
     if any_fit:
@@ -374,10 +409,12 @@ def save_figure(fig, path, *, dpi=150) -> None:
         pyplot.close(fig)
 
 
-@study_figure("similarity_heatmaps.png", tables=("heatmaps",))
+@study_figure("similarity_heatmaps.png", tables=("heatmaps", "summary"))
 def heatmaps_figure(tables, title=None):
-    """The block-averaged similarity matrices of every run (None without heatmaps)."""
-    return plot_similarity_heatmaps(tables["heatmaps"], title=title) if _nonempty(tables, "heatmaps") else None
+    """The block-averaged similarity matrices of every run, each on its kernel's scale (None without heatmaps)."""
+    if not _nonempty(tables, "heatmaps"):
+        return None
+    return plot_similarity_heatmaps(tables["heatmaps"], title=title, scales=kernel_scales(tables.get("summary")))
 
 
 @study_figure("decay_curves.png", tables=("profiles", "summary"))

@@ -62,6 +62,9 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
               for lab, m in zip(comparison["label"], comparison.get("selected_model", [""] * n))]
     if "max_distance" in comparison and comparison["max_distance"].nunique() > 1:  # say which window each is from
         labels = [f"{lab}\n[distances up to {md}]" for lab, md in zip(labels, comparison["max_distance"])]
+    if "kernel" in comparison and (comparison["kernel"].fillna("cosine") != "cosine").any():  # say which scale
+        labels = [lab if k == "cosine" else f"{lab}\n[{str(k).replace('_', ' ')}]"
+                  for lab, k in zip(labels, comparison["kernel"].fillna("cosine"))]
     rows = max((lab.count("\n") + 1 for lab in labels), default=1)  # text lines per row: rows never overlap
     fig = Figure(figsize=(width, 0.9 + max(0.45, 0.16 * rows) * n), layout="constrained")
     ax = fig.add_subplot()

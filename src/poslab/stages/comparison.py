@@ -13,9 +13,11 @@ COMPARISON = Table(
     "The encodings ranked by decay length, with their intervals.",
     (
         Column("rank", "Int64", "", "1 = longest decay length among the labels analysed over the same window "
-               "(labels of different windows are never ranked against each other; empty: no decay length)"),
+               "on the same kernel scale (labels of different windows or scales are never ranked against each "
+               "other; empty: no decay length)"),
         Column("n_runs", "int", "", "successful runs of the label (seeds)"),
         Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
+        Column("kernel", "str", "", "the scale of its profile (summary.csv kernel): cosine or attention_prior"),
         Column("selected_model", "str", "", "selected decay model, or none"),
         Column("decay_length", "float", "positions", _DECAY_LENGTH, interval=True),
         Column("fit_se", "float", "positions", "delta-method standard error of the selected fit's decay length"),
@@ -43,6 +45,7 @@ COMPARISON_PAIRS = Table(
         Column("ci_level", "float", "", "level of the intervals"),
         Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0 (both labels exact: the fit interval)"),
         Column("verdict", "str", "", "not comparable (a label has no decay length: the difference is not defined), "
+               "different kernels (on different scales: cosine similarity vs an attention prior), "
                "different windows (both have one, analysed over different windows: not compared, a decay length "
                "depends on the window), not comparable (an interval of the difference is missing; both labels exact "
                "need only the fit interval), else longer, shorter or not distinguishable; checked in this order"),

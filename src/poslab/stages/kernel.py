@@ -72,7 +72,7 @@ class KernelHeads(Stage):
                "runs are ranked against runs of the same scale only"),
         Column("kernel_direction", "str", "", "keys the kernel covers: bidirectional, or causal (keys at or before "
                "the query); empty for table runs"),
-        Column("n_heads", "Int64", "", "heads of the kernel (the profile is their mean); empty for table runs"),
+        Column("kernel_n_heads", "Int64", "", "heads of the kernel (the profile is their mean); empty for table runs"),
         *_reach_columns(),
     )
     uses = frozenset({"kernel"})
@@ -84,7 +84,7 @@ class KernelHeads(Stage):
         values = kernel.per_head()
         reach = first_crossings(kernel.distance, values, list(REACH_LEVELS.values()))  # +inf: beyond the window
         summary = {"profile_method": "kernel", "kernel": kernel.scale, "kernel_direction": kernel.direction,
-                   "n_heads": kernel.n_heads}
+                   "kernel_n_heads": kernel.n_heads}
         for j, name in enumerate(REACH_LEVELS):
             r = reach[:, j]
             median = float(np.median(r))
@@ -100,7 +100,7 @@ class KernelHeads(Stage):
             "below_half": pd.array([_int_or_none(v) for v in reach[:, 1]], dtype="Int64"),
             "value_at_max_distance": values[:, -1],
         })
-        return Output(summary=summary, tables={"kernel_heads": frame})
+        return Output(summary=summary, tables={"kernel_heads": frame}, note="; ".join(kernel.notes))
 
 
 def _int_or_none(value):

@@ -162,8 +162,11 @@ def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple
     1. ``not comparable``: a label has no decay length (the reason is ``why``,
        e.g. "flat for every model", or ``out_of_range``: not reached within
        the fitted distances); the difference is not defined.
-    2. ``different windows``: both have one, but were analysed up to a
-       different ``max_distance``; a decay length depends on the window.
+    2. ``different kernels``: both have one, on different scales
+       (``kernel``: cosine similarity vs a bias's attention prior,
+       :mod:`poslab.encodings.kernel`). ``different windows``: both have one,
+       but were analysed up to a different ``max_distance``; a decay length
+       depends on the window.
     3. ``not comparable``: an interval of the difference is missing (no
        bootstrap, too few seeds, refits failed, no fit standard error). Both
        labels exact (``ci_method``): there is no sampling variability, so no
@@ -189,6 +192,10 @@ def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple
                for r in (a, b) if not np.isfinite(r["decay_length"])]
     if missing:
         return "not comparable", "; ".join(missing)
+    if a.get("kernel", "cosine") != b.get("kernel", "cosine"):
+        return "different kernels", (f"{a['label']} is measured as {a.get('kernel')}, {b['label']} as {b.get('kernel')}"
+                                     ": decay lengths on different scales are not ranked (compare the distances "
+                                     "below 1/e and 1/2 instead)")
     if a["max_distance"] != b["max_distance"]:
         return "different windows", (f"analysed up to distance {a['max_distance']} and {b['max_distance']}: a decay "
                                      "length depends on the window, compare band widths instead")
@@ -276,7 +283,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     rows, replicates = [], {}
     for label, runs in ok.groupby("label", sort=False):
         row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
-               "max_distance": int(runs["max_distance"].max())}
+               "max_distance": int(runs["max_distance"].max()),
+               "kernel": runs["kernel"].iloc[0] if "kernel" in runs else "cosine"}
         seeds = runs["seed"].dropna()
         if len(seeds) >= 2:
             fits, result, _, _ = seed_bootstrap(
@@ -334,10 +342,12 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     comparison["decay_length"] = comparison["decay_length"].astype(float)
     # decay lengths depend on the analysed window (README): labels are ranked only against those analysed over
     # the same one (rank 1 = longest within its max_distance), the longest window first
-    order = comparison.groupby("max_distance")["decay_length"].rank(ascending=False, method="min")
+    # ... and on the same kernel scale (cosine similarity, or a bias's attention prior)
+    order = comparison.groupby(["max_distance", "kernel"])["decay_length"].rank(ascending=False, method="min")
     comparison.insert(4, "rank", order.astype("Int64"))
-    comparison = comparison.sort_values(["max_distance", "rank", "label"], ascending=[False, True, True],
-                                        na_position="last", kind="stable").reset_index(drop=True)
+    comparison = comparison.sort_values(["max_distance", "kernel", "rank", "label"],
+                                        ascending=[False, False, True, True], na_position="last",
+                                        kind="stable").reset_index(drop=True)
     comparison["seed"] = comparison["seed"].astype("Int64")
     pairs = []
     z = float(stats.norm.ppf((1 + level) / 2))

@@ -1,0 +1,66 @@
+"""Kernel runs through a whole study: the recorded path and scale, exact intervals, the comparison on one scale,
+the heatmap of a causal kernel, and the budget of a kernel run (issue 14 item 3, issue 15)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from poslab.study import parse_study, run_study
+from poslab.study.budget import ResourceError, check_resources
+
+ENTRIES = [{"kind": "alibi", "n_heads": [8, 12]}, {"kind": "kerple", "p": 1.0, "a": 0.5},
+           {"kind": "rotary", "rope_theta": 1000.0}, {"kind": "sinusoidal"}, {"kind": "random"}]
+
+
+@pytest.fixture(scope="module")
+def result():
+    spec = parse_study({"name": "k", "n_positions": 96, "dim": 16, "seeds": [0],
+                        "analysis": {"heatmap_bins": 8, "n_resamples": 40}, "encodings": ENTRIES})
+    return run_study(spec, progress=False, executor="serial")
+
+
+def test_every_run_records_its_path_and_scale(result):
+    s = result.summary.set_index("label")
+    assert (s["status"] == "ok").all(), s["message"]
+    assert dict(s["profile_method"]) == {"alibi(n_heads=8)": "kernel", "alibi(n_heads=12)": "kernel",
+                                         "kerple(a=0.5)": "kernel", "rotary(rope_theta=1000)": "kernel",
+                                         "sinusoidal": "kernel", "random": "table"}
+    assert set(s.loc[s["kind"].isin(["alibi", "kerple"]), "kernel"]) == {"attention_prior"}
+    assert set(s.loc[~s["kind"].isin(["alibi", "kerple"]), "kernel"]) == {"cosine"}
+    assert s.loc["alibi(n_heads=12)", "kernel_n_heads"] == 12 and s.loc["alibi(n_heads=12)", "kernel_direction"] == "causal"
+    assert pd.isna(s.loc["alibi(n_heads=8)", "table_dim"]) and s.loc["random", "table_dim"] == 16
+    kernel_runs = s["profile_method"] == "kernel"
+    assert (s.loc[kernel_runs, "ci_method"] == "exact").all() and s.loc[kernel_runs, "block_length"].isna().all()
+    heads = result.kernel_heads
+    assert len(heads[heads["label"] == "alibi(n_heads=12)"]) == 12
+    assert heads.loc[heads["label"] == "sinusoidal", "head"].tolist() == ["all"]
+
+
+def test_the_comparison_ranks_on_one_scale_only(result):
+    c = result.comparison.set_index("label")
+    assert set(c["kernel"]) == {"cosine", "attention_prior"}
+    for scale, rows in c.groupby("kernel"):
+        ranked = rows["rank"].dropna()
+        assert sorted(ranked) == list(range(1, len(ranked) + 1)), scale  # ranks restart on each scale
+    pairs = result.comparison_pairs
+    crossed = pairs[pairs.apply(lambda r: (r["kind"] in ("alibi", "kerple")) != (r["other_kind"] in ("alibi", "kerple")),
+                                axis=1)]
+    numbered = crossed[np.isfinite(crossed["decay_length"]) & np.isfinite(crossed["other_decay_length"])]
+    assert len(numbered) and (numbered["verdict"] == "different kernels").all()
+
+
+def test_a_causal_heatmap_leaves_the_masked_triangle_empty(result):
+    h = result.heatmaps
+    causal = h[h["label"] == "alibi(n_heads=8)"]
+    above = causal["col_start"] >= causal["row_stop"]  # blocks wholly after the query: keys masked
+    assert causal.loc[above, "mean_similarity"].isna().all() and causal.loc[~above, "mean_similarity"].notna().all()
+
+
+def test_a_million_position_rotary_run_is_cheap_for_the_budget():
+    spec = parse_study({"name": "big", "n_positions": 1048576, "dim": 128,
+                        "encodings": [{"kind": "rotary", "rope_theta": 500000.0, "rotary_dim": 128}]})
+    assert check_resources(spec, available=3 * 2**30) < 2 * 2**30  # the kernel: ~1.2 GiB, no table
+    centred = parse_study({"name": "big", "n_positions": 1048576, "dim": 128, "analysis": {"center": True},
+                           "encodings": [{"kind": "rotary", "rope_theta": 500000.0, "rotary_dim": 128}]})
+    with pytest.raises(ResourceError, match="dim 128"):  # a centred table is analysed as a table
+        check_resources(centred, available=3 * 2**30)
