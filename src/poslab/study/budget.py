@@ -34,6 +34,13 @@ of small tables; 1100 bytes per pair of labels (``comparison_pairs``, built
 row by row: 1047 measured); 240 MiB for the interpreter, libraries and
 figures. Measured peak / estimate: 0.94–0.95 on grids of 50–200 runs.
 
+**A kernel run** (an encoding with an exact kernel, :meth:`Encoding.kernel
+<poslab.encodings.Encoding.kernel>`: sinusoidal of even width, rotary, relative
+biases) builds no table: :func:`estimate_kernel_run_memory` counts its kernel
+(forward and backward per head, and the one up to n_positions − 1 its heatmap
+reads), ~1 KiB per distance for the profile, fits, bands and their frames, and
+the fixed overhead; a 1,048,576-position rotary run is ~1.2 GiB.
+
 They are meant to refuse impossible work (a billion positions, a trillion
 dims, a billion resamples, a grid whose tables outgrow the machine) with a
 message, not to predict a run to the megabyte.
@@ -44,8 +51,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ResourceError", "estimate_run_memory", "estimate_results_memory", "available_memory", "check_resources",
-           "format_bytes"]
+__all__ = ["ResourceError", "estimate_run_memory", "estimate_kernel_run_memory", "estimate_results_memory",
+           "available_memory", "check_resources", "format_bytes"]
 
 _TABLE_COPIES = 3.5
 _BYTES_PER_POSITION = 2048
@@ -56,6 +63,9 @@ _MAX_FITTED = 4096  # fit_decay fits at most 4096 points (decay.py, "Long profil
 # held by the poslab process until written (module docstring)
 _HEATMAP_CELL, _PROFILE_ROW, _REPLICATE_ROW, _RUN_FIXED = 160, 260, 250, 16 * 2**10
 _PAIR_ROW, _PROCESS = 1100, 240 * 2**20
+# a kernel run: per distance (profile, fits, bands, their frames) and per head x distance (forward, backward,
+# head means; the heatmap's kernel over n_positions)
+_KERNEL_PER_DISTANCE, _KERNEL_PER_HEAD_DISTANCE = 1024, 48
 
 
 class ResourceError(ValueError):
@@ -89,6 +99,41 @@ def estimate_run_memory(n_positions: int, dim: int, *, n_resamples: int = 200, n
                     + 8 * (int(n_thresholds) + 3))
     analysis = _TABLE_COPIES * 8 * n_positions * dim + _BYTES_PER_POSITION * n_positions + per_resample * n_resamples
     return int(max(analysis, int(generation)) + _OVERHEAD)
+
+
+def estimate_kernel_run_memory(n_positions: int, max_distance: int, n_heads: int = 1, *, n_resamples: int = 200,
+                               n_thresholds: int = 3) -> int:
+    """Estimated peak memory of one kernel run (no table), in bytes (module docstring).
+
+    Parameters
+    ----------
+    n_positions : int
+        Positions of the window (the heatmap reads the kernel up to n_positions − 1).
+    max_distance : int
+        Largest distance of the profile.
+    n_heads : int
+        Heads of the kernel.
+    n_resamples, n_thresholds : int
+        Its constant bootstrap replicates (one row each).
+    """
+    n, m, heads = int(n_positions), int(max_distance) + 1, max(1, int(n_heads))
+    replicates = int(n_resamples) * 8 * (int(n_thresholds) + 3)
+    return int(_OVERHEAD + _KERNEL_PER_DISTANCE * max(n, m) + _KERNEL_PER_HEAD_DISTANCE * heads * (n + m)
+               + replicates)
+
+
+def _kernel_heads(run, spec) -> int | None:
+    """Heads of the kernel the run will analyse instead of a table, or None (the table is analysed)."""
+    kernel_of = getattr(run.encoding, "kernel", None)
+    if kernel_of is None:
+        return None
+    try:
+        kernel = kernel_of(run.n_positions, 0, spec.dim)  # distance 0 only: cheap
+    except Exception:  # noqa: BLE001 - the run itself will fail and say why; estimate it as a table
+        return None
+    if kernel is None or (kernel.scale == "cosine" and spec.analysis.center):
+        return None
+    return kernel.n_heads
 
 
 def estimate_results_memory(spec) -> int:
@@ -155,6 +200,11 @@ def format_bytes(n: float) -> str:
 def _run_memory(run, spec) -> tuple[int, int, int]:
     """(estimated peak bytes, table width, generation bytes) of one run: what its encoding declares, the analysis."""
     options = spec.analysis
+    heads = _kernel_heads(run, spec)
+    if heads is not None:  # no table: the kernel's own cost
+        need = estimate_kernel_run_memory(run.n_positions, run.max_distance, heads, n_resamples=options.n_resamples,
+                                          n_thresholds=len(options.thresholds))
+        return need, 0, 0
     cost = run.encoding.table_cost(run.n_positions, spec.dim)
     fitted = max(1, run.max_distance - int(options.fit_min_distance) + 1)
     need = estimate_run_memory(run.n_positions, cost.table_dim, n_resamples=options.n_resamples,
@@ -215,8 +265,9 @@ def check_resources(spec, *, workers: int = 1, available: int | None = None) -> 
     fix = ("use fewer --jobs (each run alone needs about " + format_bytes(need) + "), or analyse"
            if workers > 1 and need + results <= available else "analyse")
     raise ResourceError(
-        f"{spec.source}: the largest run ({name}: {run.n_positions} positions, dim "
-        f"{table_dim}, n_resamples {options.n_resamples}) needs about {format_bytes(need)} "
+        f"{spec.source}: the largest run ({name}: {run.n_positions} positions, "
+        f"{f'dim {table_dim}' if table_dim else 'its exact kernel, no table'}, n_resamples {options.n_resamples}) "
+        f"needs about {format_bytes(need)} "
         f"of memory{generating}{at_once}, the collected tables about {format_bytes(results)}, and {format_bytes(available)} is "
         f"available: {fix} a shorter window (n_positions), a smaller dim or fewer resamples; or pass --force to "
         "try anyway"
