@@ -18,14 +18,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..analysis.bands import first_crossings
+from ..analysis.summaries import DEGENERATE, STATUSES, summaries_many
 from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
 __all__ = ["KernelHeads", "KERNEL_HEADS", "REACH_LEVELS"]
 
-#: The per-head reach levels: first distance below 1/e and below 1/2 (defined on both scales).
+#: The per-head reach levels: first distance below 1/e (the e-folding distance) and below 1/2, defined on both
+#: scales; computed by :func:`poslab.analysis.summaries.summaries_many` (helper S's model-free summaries).
 REACH_LEVELS = {"1e": 1 / math.e, "half": 0.5}
+_SUMMARY_OF = {"1e": "e_folding_distance", "half": "band_width_0p5"}
 
 KERNEL_HEADS = Table(
     "kernel_heads", "run × head",
@@ -39,6 +41,8 @@ KERNEL_HEADS = Table(
                "directions it covers) falls below 1/e", beyond_window=True),
         Column("below_half", "Int64", "positions", "first distance at which it falls below 1/2", beyond_window=True),
         Column("value_at_max_distance", "float", "", "the head's kernel at max_distance, on the run's scale"),
+        Column("summary_status", "str", "", "ok, or why the head's kernel has no reach: flat, rising, no_decay, "
+               "too_few_points (poslab.analysis.summaries); an empty below_* with ok is beyond max_distance"),
     ),
 )
 
@@ -82,11 +86,17 @@ class KernelHeads(Stage):
         if kernel is None:
             return Output(summary={"profile_method": "table", "kernel": "cosine"})
         values = kernel.per_head()
-        reach = first_crossings(kernel.distance, values, list(REACH_LEVELS.values()))  # +inf: beyond the window
+        found = summaries_many(kernel.distance, values, thresholds=(0.5,))
+        codes = found.status.max(axis=1)  # a degenerate status is every summary's; not_reached is a value's own
+        degenerate = np.isin(np.asarray(STATUSES)[codes], DEGENERATE)
+        reach = np.stack([np.where(np.isnan(found.column(_SUMMARY_OF[name])) & ~degenerate, np.inf,
+                                   found.column(_SUMMARY_OF[name])) for name in REACH_LEVELS], axis=1)
         summary = {"profile_method": "kernel", "kernel": kernel.scale, "kernel_direction": kernel.direction,
                    "kernel_n_heads": kernel.n_heads}
-        for j, name in enumerate(REACH_LEVELS):
-            r = reach[:, j]
+        for j, name in enumerate(REACH_LEVELS):  # over the heads with a reach (inf: beyond the window)
+            r = reach[~np.isnan(reach[:, j]), j]
+            if not r.size:
+                continue
             median = float(np.median(r))
             summary[f"heads_below_{name}_median"] = median if np.isfinite(median) else np.nan
             summary[f"heads_below_{name}_min"] = _int_or_none(r.min())
@@ -99,9 +109,13 @@ class KernelHeads(Stage):
             "below_1e": pd.array([_int_or_none(v) for v in reach[:, 0]], dtype="Int64"),
             "below_half": pd.array([_int_or_none(v) for v in reach[:, 1]], dtype="Int64"),
             "value_at_max_distance": values[:, -1],
+            "summary_status": np.where(degenerate, np.asarray(STATUSES)[codes], "ok"),
         })
-        return Output(summary=summary, tables={"kernel_heads": frame}, note="; ".join(kernel.notes))
+        notes = list(kernel.notes)
+        if ctx.options.center and kernel.scale != "cosine":
+            notes.append("center does not apply to a bias kernel (it has no position vectors)")
+        return Output(summary=summary, tables={"kernel_heads": frame}, note="; ".join(notes))
 
 
 def _int_or_none(value):
-    return int(value) if np.isfinite(value) else None
+    return int(value) if np.isfinite(value) else None  # inf: beyond the window; NaN: no reach (degenerate)

@@ -117,7 +117,7 @@ def estimate_kernel_run_memory(n_positions: int, max_distance: int, n_heads: int
         Its constant bootstrap replicates (one row each).
     """
     n, m, heads = int(n_positions), int(max_distance) + 1, max(1, int(n_heads))
-    replicates = int(n_resamples) * 8 * (int(n_thresholds) + 3)
+    replicates = int(n_resamples) * (_REPLICATE_ROW + 8 * (int(n_thresholds) + 3))  # constant, but rows all the same
     return int(_OVERHEAD + _KERNEL_PER_DISTANCE * max(n, m) + _KERNEL_PER_HEAD_DISTANCE * heads * (n + m)
                + replicates)
 
