@@ -137,6 +137,7 @@ class XPos(Encoding):
     kind = "xpos"
     keeps_own_dim = True
     generates_table = False
+    unset_defaults = {"rotary_dim": "the study's dim"}
 
     rope_theta: float = parameter(10000.0, check=ROPE_THETA)
     rotary_dim: int | None = parameter(None, check=AnyOf((Integer(minimum=2), NoneValue())))
