@@ -92,13 +92,14 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
     result = CliRunner().invoke(main, ["run", "--no-progress"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "results" / "compare_encodings"
-    assert {p.name for p in out.iterdir()} >= {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv",
+    assert {p.name for p in out.iterdir()} >= {"summary.csv", "profiles.csv", "decay_metrics.csv", "summaries.csv",
                                                "heatmaps.csv", "similarity_heatmaps.png", "decay_curves.png",
                                                "manifest.json"}
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary["label"]) == ["learned(source=gpt2)", "sinusoidal", "random", "random", "random",
                                       "rotary(rope_theta=500000, rotary_dim=128)", "learned(source=trained-char-lm)"]
-    assert list(summary["table_dim"]) == [768, 768, 768, 768, 768, 128, 128]
+    # sinusoidal and rotary are analysed from their exact kernels: no table generated, table_dim empty
+    assert list(summary["table_dim"].fillna(0).astype(int)) == [768, 0, 768, 768, 768, 0, 128]
     assert list(summary["n_positions"]) == [1024] * 6 + [256]
     profiles = pd.read_csv(out / "profiles.csv", low_memory=False)
     # sinusoidal rows equal the closed form (2/d) Σ cos(k ω_i)

@@ -179,21 +179,32 @@ def _interval(value, low, high, fmt) -> str:
 def _summary_text(summary) -> str:
     """The summary as a short console table: the columns the schema marks ``console``, with their intervals.
 
-    Text is shown as it is ("-" when empty); a number of a run that failed is
-    "-", an empty one "-" or, for a column whose empty value means "not
-    reached within the window", ``> max_distance``. A number of a run whose
-    ``ci_method`` is ``exact`` (no sampling variability, no interval) is
-    followed by "(exact)", explained under the table, never by a bracket.
+    The model-free summaries come first (stage order). Text is shown as it
+    is ("-" when empty); a number of a run that failed is "-". An empty
+    summary shows why: ``> max_distance`` when it is not reached within the
+    window, or the profile's degenerate status (``flat``, ``rising``,
+    ``no_decay``, ``too_few_points``: no summary of that profile is a number);
+    an empty integral scale (no zero crossing within the window) is "-". A
+    number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
+    no interval) is followed by "(exact)", explained under the table, never
+    by a bracket; a summary the run flags ``window_dependent`` is followed by
+    "*".
     """
     import pandas as pd
 
+    from .analysis.summaries import DEGENERATE
     from .stages import SUMMARY
 
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
     exact = summary["ci_method"].eq("exact") if "ci_method" in summary else pd.Series(False, index=summary.index)
-    rows = []
+    rows, starred = [], False
     for i, r in summary.iterrows():
         row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
+        notes = r.get("summary_notes")
+        notes = notes if isinstance(notes, str) else ""
+        degenerate = next((d for d in DEGENERATE if notes.startswith(f"every summary: {d} ")), "")
+        moved = r.get("window_dependent")
+        moved = set(moved.split(";")) if isinstance(moved, str) and moved else set()
         for name, col in shown:
             heading, value = col.heading + name.removeprefix(col.name), r[name]
             fmt = "{:.0f}" if col.dtype in ("int", "Int64") else "{:.1f}"
@@ -201,16 +212,23 @@ def _summary_text(summary) -> str:
                 text = value if isinstance(value, str) and value else "-"
             elif col.name in ("n_positions", "max_distance"):  # the run's window, ok or failed
                 text = fmt.format(value)
-            elif r["status"] != "ok" or (pd.isna(value) and not col.beyond_window):
+            elif r["status"] != "ok":
                 text = "-"
-            elif pd.isna(value):  # never reached within the window
+            elif pd.isna(value) and degenerate and col.beyond_window:
+                text = degenerate
+            elif pd.isna(value) and col.beyond_window:  # never reached within the window
                 text = f"> {r['max_distance']}"
+            elif pd.isna(value):
+                text = "-"
             elif col.interval and exact[i]:
                 text = f"{fmt.format(value)} (exact)"
             elif col.interval:
                 text = _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
             else:
                 text = fmt.format(value)
+            if name in moved and text != "-":
+                text += "*"
+                starred = True
             row[heading] = text
         rows.append(row)
     text = pd.DataFrame(rows).to_string(index=False)
@@ -218,6 +236,9 @@ def _summary_text(summary) -> str:
         text += ("\n(exact): the table is exactly translation invariant, so resampling positions changes nothing: no "
                  "sampling variability and no interval (ci_method exact); the fit's own uncertainty is "
                  "decay_length_se in decay_metrics.csv")
+    if starred:
+        text += ("\n*: moves by more than 5 % between a quarter, half and all of the run's window "
+                 "(window_sensitivity.csv)")
     return text
 
 

@@ -7,32 +7,40 @@ import pytest
 from scipy import stats
 
 from poslab.analysis import cosine_similarity, similarity_profile, unit_rows
-from poslab.analysis.properties import (anchor_positions, kernel_asymmetry, locality, monotonicity,
-                                        table_properties, translation_variance_ratio)
+from poslab.analysis.properties import (anchor_positions, kernel_asymmetry, kernel_properties, locality,
+                                        monotonicity, table_properties, translation_variance_ratio)
 from poslab.encodings import apply_rotary, make_encoding
 
 
-def brute_force(table, max_distance):
+def brute_force(table, max_distance, tau=0.1, reach=64):
     """Every metric straight from the definitions, on the full n × n matrix."""
     s = cosine_similarity(table)
     n = len(s)
-    rhos, rises, steps = [], 0, 0
+    rhos, violations, pairs = [], 0, 0
     for i in range(n):
         v = s[i, i + 1:i + 1 + max_distance]
         if v.size >= 3:
             rhos.append(stats.spearmanr(np.arange(v.size), v)[0])
-        rises += int(np.sum(v[1:] > v[:-1]))
-        steps += max(v.size - 1, 0)
-    pairs = [(j - i, s[i, j]) for i in range(n) for j in range(i + 1, min(n, i + max_distance + 1))]
-    k, v = np.array(pairs).T
+        later_not_lower = v[None, :] >= v[:, None]  # [n, m]: S(i, i+m) >= S(i, i+n)
+        violations += int(np.sum(np.triu(later_not_lower, k=1)))
+        pairs += v.size * (v.size - 1) // 2
+    pairs_k = [(j - i, s[i, j]) for i in range(n) for j in range(i + 1, min(n, i + max_distance + 1))]
+    k, v = np.array(pairs_k).T
     within = sum(np.sum((v[k == d] - v[k == d].mean()) ** 2) for d in np.unique(k))
-    a = np.clip(s, 0, None)
-    a /= a.sum(axis=1, keepdims=True)
-    weights = 2.0 ** -np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
-    return {"monotonicity_spearman": np.mean(rhos), "monotonicity_violation_rate": rises / steps,
+    reach = min(reach, (n - 1) // 2)
+    local, scaled = [], []
+    for i in range(reach, n - reach):  # anchors whose whole reach lies inside the table
+        logits = s[i, i - reach:i + reach + 1] / tau
+        a = np.exp(logits - logits.max())
+        a /= a.sum()
+        local.append(sum(a[reach + m] * 2.0 ** -abs(m) for m in range(-reach, reach + 1)))
+        diff = np.array([abs(a[reach - m] - a[reach + m]) for m in range(1, reach + 1)])
+        diff[diff <= 1e-9 * a.max()] = 0.0  # rounding noise (the guard against Chen et al.'s min-max scaling)
+        span = diff.max() - diff.min()
+        scaled.extend((diff - diff.min()) / span if span > 0 else np.zeros(reach))
+    return {"monotonicity_discordance": violations / pairs, "monotonicity_spearman": np.mean(rhos),
             "translation_variance_ratio": within / np.sum((v - v.mean()) ** 2),
-            "symmetry_deviation": np.linalg.norm(s - s.T) / np.linalg.norm(s),
-            "locality": np.mean(np.sum(a * weights, axis=1))}
+            "symmetry": 1 - np.mean(scaled), "locality": np.mean(local)}
 
 
 @pytest.mark.parametrize("kind, params", [("sinusoidal", {}), ("random", {}), ("learned", {"source": "gpt2"}),
@@ -44,36 +52,62 @@ def test_metrics_equal_the_brute_force_definitions(kind, params):
     expected = brute_force(table, 100)
     for metric, value in expected.items():
         assert frame.loc[metric, "value"] == pytest.approx(value, abs=1e-12), metric
-    assert (frame["n_anchors"] == 160).all() and (frame["anchor_step"] == 1).all()
+    assert (frame["anchor_step"] == 1).all()
+    assert (frame.loc[["monotonicity_discordance", "monotonicity_spearman"], "n_anchors"] == 160).all()
+    assert (frame.loc[["symmetry", "locality"], "n_anchors"] == 160 - 2 * 64).all()
+    assert frame.loc["locality", "transform"] == "softmax(S / 0.1) over |i - j| <= 64"
+    assert frame.loc["locality", "window"] == 64 and frame.loc["monotonicity_discordance", "window"] == 100
     assert set(frame["reference"]) == {"Wang et al. 2021", "Chen et al. 2023"}
 
 
-def test_sinusoidal_is_exactly_translation_invariant_and_symmetric():
+def test_sinusoidal_is_exactly_translation_invariant_and_symmetric_and_its_kernel_agrees():
     table = make_encoding("sinusoidal").generate(512, 128)
     units = unit_rows(table)
-    assert translation_variance_ratio(similarity_profile(table)) < 1e-25
+    profile = similarity_profile(table)
+    assert translation_variance_ratio(profile) < 1e-25
     assert kernel_asymmetry(units.vectors, units.vectors.copy()) < 1e-14  # computed, not short-cut
-    frame = table_properties(units, similarity_profile(table)).to_frame().set_index("metric")["value"]
-    assert frame["symmetry_deviation"] == 0.0
+    frame = table_properties(units, profile).to_frame().set_index("metric")["value"]
+    assert frame["symmetry"] == 1.0  # rounding noise is not blown up by the per-row min-max scaling
+    assert "symmetry_deviation" not in frame  # 0 by construction for cosine similarity: dropped
     # S[i, i + k] is the same at every anchor: each anchor's rho is that of the profile over its own distances
-    profile = similarity_profile(table).mean_similarity
-    oracle = np.mean([stats.spearmanr(np.arange(511 - i), profile[1:512 - i])[0] for i in range(509)])
+    oracle = np.mean([stats.spearmanr(np.arange(511 - i), profile.mean_similarity[1:512 - i])[0] for i in range(509)])
     assert frame["monotonicity_spearman"] == pytest.approx(oracle, abs=1e-9)
+    kernel = kernel_properties(profile.mean_similarity, n_positions=512).to_frame().set_index("metric")["value"]
+    assert "translation_variance_ratio" not in kernel  # 0 by construction for a kernel
+    for metric, value in kernel.items():
+        assert value == pytest.approx(frame[metric], abs=1e-9), metric
+
+
+def test_locality_and_symmetry_do_not_scale_with_the_window():
+    """Issue 13: the old locality (max(S, 0) over every position) fell like 1/n on sinusoidal tables."""
+    values = [table_properties(unit_rows(t := make_encoding("sinusoidal").generate(n, 768)),
+                               similarity_profile(t)).to_frame().set_index("metric")["value"] for n in (256, 1024)]
+    assert values[0]["locality"] == pytest.approx(values[1]["locality"], rel=1e-12)
+    assert values[0]["symmetry"] == values[1]["symmetry"] == 1.0
+
+
+def test_an_asymmetric_kernel_has_symmetry_below_one():
+    forward = np.exp(-np.arange(200) / 5.0)
+    backward = np.exp(-np.arange(200) / 20.0)
+    props = kernel_properties(forward, backward, n_positions=200).values
+    assert props["symmetry"] < 1.0 and props["monotonicity_discordance"] == 0.0  # Chen et al.: 0.945 here
+    assert kernel_properties(forward, n_positions=200).values["symmetry"] == 1.0
 
 
 def test_random_table_has_its_known_values():
-    """i.i.d. Gaussian rows: no monotonicity (rho ~ 0, rises at half the steps), distance explains nothing,
-    locality (1 + 2c) / (1 + (n - 1) c) with c = E[max(S, 0)] = 1 / sqrt(2π d)."""
+    """i.i.d. Gaussian rows: no monotonicity (rho ~ 0, half the pairs violate it), distance explains nothing,
+    locality: the self-weight e^(1/tau) against 128 neighbours of weight E[e^(S/tau)] = e^(1/(2 d tau^2))."""
     n, d = 1024, 256
     table = make_encoding("random").generate(n, d, rng=np.random.default_rng(0))
     units = unit_rows(table)
     frame = table_properties(units, similarity_profile(table)).to_frame().set_index("metric")["value"]
     assert abs(frame["monotonicity_spearman"]) < 0.01
-    assert frame["monotonicity_violation_rate"] == pytest.approx(0.5, abs=0.005)
+    assert frame["monotonicity_discordance"] == pytest.approx(0.5, abs=0.005)
     # diagonal means take a share max_distance / n_pairs ~ 2 / n of the spread by chance
     assert 1 - 4 / n < frame["translation_variance_ratio"] <= 1
-    c = 1 / math.sqrt(2 * math.pi * d)
-    assert frame["locality"] == pytest.approx((1 + 2 * c) / (1 + (n - 1) * c), rel=0.02)
+    e = math.exp(1 / (2 * d * 0.1**2))
+    expected = (math.exp(10) + 2 * (1 - 2.0**-64) * e) / (math.exp(10) + 128 * e)
+    assert frame["locality"] == pytest.approx(expected, rel=2e-3)
 
 
 def test_asymmetric_kernel_value():
@@ -99,9 +133,9 @@ def test_anchor_subsample_is_recorded_and_close():
     full = table_properties(units, profile).to_frame().set_index("metric")
     sub = table_properties(units, profile, max_anchors=150).to_frame().set_index("metric")
     assert anchor_positions(600, 150)[1] == 4
-    assert sub.loc["locality", "n_anchors"] == 150 and sub.loc["locality", "anchor_step"] == 4
+    assert sub.loc["monotonicity_spearman", "n_anchors"] == 150 and sub.loc["locality", "anchor_step"] == 4
     assert sub.loc["translation_variance_ratio", "n_anchors"] == 600  # from the exact profile
-    for metric in ("monotonicity_spearman", "monotonicity_violation_rate", "locality"):
+    for metric in ("monotonicity_spearman", "monotonicity_discordance", "locality"):
         assert sub.loc[metric, "value"] == pytest.approx(full.loc[metric, "value"], rel=0.05, abs=0.005)
 
 
@@ -119,8 +153,8 @@ def test_entry_budget_subsample_is_recorded_and_close(gpt2_table):
     profile = similarity_profile(gpt2_table)
     full = table_properties(units, profile).to_frame().set_index("metric")
     sub = table_properties(units, profile, max_entries=64 * 1024).to_frame().set_index("metric")
-    assert sub.loc["locality", "n_anchors"] == 64 and sub.loc["locality", "anchor_step"] == 16
-    for metric in ("monotonicity_spearman", "monotonicity_violation_rate", "locality"):
+    assert sub.loc["monotonicity_spearman", "n_anchors"] == 64 and sub.loc["locality", "anchor_step"] == 16
+    for metric in ("monotonicity_spearman", "monotonicity_discordance", "locality"):
         assert sub.loc[metric, "value"] == pytest.approx(full.loc[metric, "value"], rel=0.05, abs=0.01)
 
 
@@ -141,8 +175,7 @@ def test_excluded_positions_and_degenerate_rows():
     rho, violations = monotonicity(units, 79)
     assert np.isfinite(rho) and 0 <= violations <= 1
     assert 0 < locality(units) <= 1
-    # identical rows: S = 1 everywhere, no rank order (NaN), no rise, no locality
+    # identical rows: S = 1 everywhere, no rank order (NaN), every pair violates strict decrease, uniform attention
     same = unit_rows(np.ones((30, 4)))
-    assert math.isnan(monotonicity(same, 29)[0]) and monotonicity(same, 29)[1] == 0.0
-    assert locality(same) == pytest.approx(np.mean([sum(2.0 ** -abs(i - j) for j in range(30)) / 30
-                                                    for i in range(30)]))
+    assert math.isnan(monotonicity(same, 29)[0]) and monotonicity(same, 29)[1] == 1.0
+    assert locality(same) == pytest.approx((1 + 2 * (1 - 2.0**-14)) / 29)  # reach 14: 29 keys

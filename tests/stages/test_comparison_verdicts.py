@@ -1,87 +1,108 @@
-"""comparison_pairs.csv: every verdict says its true reason (issue 12 QA: random vs another window said "different windows")."""
+"""comparison_pairs.csv: verdicts on model-free summaries hold at every common window, or say they do not.
+
+Replaces the decay-length verdicts of issue 12 (a decay length measures the window for a profile without a
+scale, so its verdicts reversed between n_positions 512 and 1024; issue 13 item 5).
+"""
 
 import math
 
+import numpy as np
 import pytest
 
 from poslab.study import parse_study, run_study
-from poslab.study.comparison import pair_verdict
+from poslab.study.comparison import summary_verdict
 
 NAN = math.nan
+S = "band_width_0p5"
 
 
-def _row(label, length, window=255, fit_se=1.0, why="", no_interval=""):
-    return {"label": label, "decay_length": length, "max_distance": window, "fit_se": fit_se, "why": why,
-            "no_interval": no_interval}
+def _label(name, windows, *, own=None, exact=False, interval=(NAN, NAN), conditioning=None, replicates=None):
+    """A label's summary S at each window: {window: value or "not_reached" or another status}."""
+    rows = {}
+    for w, v in windows.items():
+        rows[w] = {S: (v, "ok")} if isinstance(v, (int, float)) else {S: (NAN, v)}
+    out = {"label": name, "windows": rows, "max_distance": own or max(windows), "exact": exact,
+           "interval": {S: interval}, "conditioning": conditioning or {}, "replicates": {}}
+    if replicates is not None:
+        out["replicates"][S] = np.asarray(replicates, dtype=float)
+    return out
 
 
 CASES = [
-    # same window, both measured
-    ("longer", "both lie above 0", _row("a", 20.0), _row("b", 10.0), (5.0, 15.0), (6.0, 14.0)),
-    ("shorter", "both lie below 0", _row("a", 10.0), _row("b", 20.0), (-15.0, -5.0), (-14.0, -6.0)),
-    ("not distinguishable", "the fit interval of the difference includes 0", _row("a", 11.0), _row("b", 10.0),
-     (0.5, 1.5), (-2.0, 4.0)),
-    ("not distinguishable", "the bootstrap and the fit interval of the difference both include 0",
-     _row("a", 11.0), _row("b", 10.0), (-1.0, 3.0), (-2.0, 4.0)),
-    # different windows, both measured
-    ("different windows", "analysed up to distance 255 and 127", _row("a", 20.0), _row("b", 10.0, window=127),
-     (5.0, 15.0), (6.0, 14.0)),
-    # one side has no decay length: not comparable, whatever the windows
-    ("not comparable", "random has no decay length (no decay model accepted: flat for every model)",
-     _row("a", 20.0), _row("random", NAN, window=127, why="no decay model accepted: flat for every model"),
-     (NAN, NAN), (NAN, NAN)),
-    ("not comparable", "random has no decay length", _row("random", NAN, why="x"), _row("b", 10.0), (NAN, NAN),
-     (NAN, NAN)),
-    # not reached within the window: the decay length lies beyond the fitted distances
-    ("not comparable", "long has no decay length (no decay model accepted: out_of_range for every model)",
-     _row("long", NAN, why="no decay model accepted: out_of_range for every model"), _row("b", 10.0),
-     (NAN, NAN), (NAN, NAN)),
-    # both measured, same window, but an interval is missing
-    ("not comparable", "no bootstrap interval of the difference (a: no bootstrap (n_resamples = 0))",
-     _row("a", 20.0, no_interval="no bootstrap (n_resamples = 0)"), _row("b", 10.0), (NAN, NAN), (6.0, 14.0)),
-    ("not comparable", "no standard error of the decay length of b", _row("a", 20.0), _row("b", 10.0, fit_se=NAN),
-     (5.0, 15.0), (NAN, NAN)),
+    # exact against sampled: the exact value outside the sampled interval at the sampled label's own window,
+    # the same sign at the smaller windows
+    ("longer", "exceeds its uncertainty at window(s) 1023; the same sign at 255, 511",
+     _label("gpt2", {255: 74, 511: 89, 1023: 97}, interval=(92, 101)),
+     _label("sin", {255: 55, 511: 55, 1023: 55}, exact=True)),
+    ("not distinguishable", "within its uncertainty at window(s) 1023",
+     _label("gpt2", {255: 74, 511: 89, 1023: 97}, interval=(92, 101)),
+     _label("x", {255: 60, 511: 80, 1023: 95}, exact=True)),
+    # the sign changes between windows: window-dependent, whatever the intervals
+    ("window-dependent", "the sign of the difference changes with the window",
+     _label("gpt2", {255: 50, 511: 89, 1023: 97}, interval=(92, 101)),
+     _label("y", {255: 60, 511: 60, 1023: 60}, exact=True)),
+    # two exact labels differ wherever they differ; not reached lies beyond the window (the larger)
+    ("shorter", "exceeds its uncertainty at window(s) 255, 511, 1023",
+     _label("sin", {255: 55, 511: 55, 1023: 55}, exact=True),
+     _label("rope", {255: "not_reached", 511: 166, 1023: 166}, exact=True)),
+    # an ill-conditioned exact crossing is uncertain by its conditioning range
+    ("not distinguishable", "within its uncertainty",
+     _label("a", {511: 150, 1023: 150}, exact=True),
+     _label("rope", {511: 166, 1023: 166}, exact=True, conditioning={S: (135, 203)})),
+    # a degenerate profile at any common window: not comparable, saying why
+    ("not comparable", "random is flat at window 255",
+     _label("sin", {255: 55, 1023: 55}, exact=True), _label("random", {255: "flat", 1023: "flat"})),
+    # both beyond every common window
+    ("not comparable", "both lie beyond every common window",
+     _label("a", {255: "not_reached"}, exact=True), _label("b", {255: "not_reached"}, exact=True)),
+    # different windows meet at their common one (a 256-position run against a 1024-position run's quarter)
+    ("not comparable", "gpt2 has none at window 255",
+     _label("gpt2", {255: 74, 511: 89, 1023: 97}, interval=(92, 101)),
+     _label("trained", {63: 2, 127: 2, 255: 2}, interval=(2, 2))),
+    ("shorter", "exceeds its uncertainty at window(s) 255; the same sign at 63, 127",
+     _label("trained", {63: 2, 127: 2, 255: 2}, interval=(2, 2)),
+     _label("sin", {63: 55, 127: 55, 255: 55, 511: 55, 1023: 55}, exact=True)),
+    # no common window at all
+    ("not comparable", "no common window", _label("a", {100: 3}, exact=True), _label("b", {200: 4}, exact=True)),
+    # two sampled labels at their common own window: paired replicates decide
+    ("longer", "exceeds its uncertainty at window(s) 255",
+     _label("a", {255: 30}, interval=(20, 40), replicates=np.linspace(25, 35, 60)),
+     _label("b", {255: 20}, interval=(15, 35), replicates=np.linspace(15, 25, 60)[::-1])),
+    ("window-dependent", "exceeds its uncertainty at window(s) 255 but not at 511",
+     _label("a", {255: 30, 511: 30}, exact=True), _label("b", {255: 20, 511: 30}, exact=True)),
+    # a sampled label has no interval at its smaller windows: judged at its own window only
+    ("not distinguishable", "within its uncertainty at window(s) 511",
+     _label("a", {255: 30, 511: 30}, exact=True), _label("b", {255: 20, 511: 28}, own=511, interval=(25, 31))),
 ]
 
 
-@pytest.mark.parametrize("verdict, reason, a, b, boot, fit", CASES)
-def test_each_verdict_says_its_true_reason(verdict, reason, a, b, boot, fit):
-    got, why = pair_verdict(a, b, difference_ci=boot, fit_difference_ci=fit)
-    assert got == verdict and reason in why, (got, why)
+@pytest.mark.parametrize("verdict, reason, a, b", CASES)
+def test_each_verdict_says_its_true_reason(verdict, reason, a, b):
+    got = summary_verdict(a, b, S)
+    assert got["verdict"] == verdict and reason in got["reason"], got
+    assert got["exceeds_uncertainty"] == (verdict in ("longer", "shorter"))
+    flipped = summary_verdict(b, a, S)["verdict"]
+    assert flipped == {"longer": "shorter", "shorter": "longer"}.get(verdict, verdict)
 
 
-def test_random_against_another_window_is_not_comparable_with_the_reason():
-    """Random tables have no decay length: "different windows" was the wrong reason."""
+def test_a_study_compares_runs_of_different_windows_on_their_common_window():
+    """A 64-position run meets 128-position runs at their quarter / half windows instead of being refused;
+    a random (flat) label is not comparable and says why."""
     spec = parse_study({"name": "v", "n_positions": 128, "dim": 16, "seeds": [0],
                         "analysis": {"heatmap_bins": 8, "n_resamples": 40},
                         "encodings": [{"kind": "sinusoidal"}, {"kind": "sinusoidal", "base": 50.0},
                                       {"kind": "random", "n_positions": 64}]})
-    pairs = run_study(spec, progress=False, executor="serial").comparison_pairs
-    rows = pairs[(pairs["label"] == "random") | (pairs["other_label"] == "random")]
-    assert len(rows) == 2
-    assert (rows["verdict"] == "not comparable").all(), rows[["verdict", "reason"]]
-    assert rows["reason"].str.startswith("random has no decay length (no decay model accepted: flat").all()
-    same = pairs[(pairs["label"] != "random") & (pairs["other_label"] != "random")].iloc[0]
-    assert same["verdict"] in ("longer", "shorter", "not distinguishable") and same["reason"]
-
-
-def _exact(label, length, fit_se=1.0):
-    return _row(label, length, fit_se=fit_se) | {"ci_method": "exact"}
-
-
-@pytest.mark.parametrize("verdict, reason, a, b, fit", [
-    ("longer", "both are exact (no sampling variability, no bootstrap interval): the fit interval of the difference "
-     "lies above 0", _exact("a", 20.0), _exact("b", 10.0), (6.0, 14.0)),
-    ("shorter", "lies below 0", _exact("a", 10.0), _exact("b", 20.0), (-14.0, -6.0)),
-    ("not distinguishable", "the fit interval of the difference includes 0", _exact("a", 11.0), _exact("b", 10.0),
-     (-2.0, 4.0)),
-    ("not comparable", "no standard error of the decay length of b", _exact("a", 20.0), _exact("b", 10.0, NAN),
-     (NAN, NAN)),
-])
-def test_two_exact_labels_need_no_bootstrap_interval(verdict, reason, a, b, fit):
-    """No sampling variability on either side: no (zero-width) bootstrap interval, the fit interval decides."""
-    got = pair_verdict(a, b, difference_ci=(NAN, NAN), fit_difference_ci=fit)
-    assert got[0] == verdict and reason in got[1]
-    # one exact side against an estimated one still needs the bootstrap interval
-    assert pair_verdict(a, _row("b", b["decay_length"]), difference_ci=(NAN, NAN),
-                        fit_difference_ci=fit)[0] == "not comparable"
+    result = run_study(spec, progress=False, executor="serial")
+    pairs = result.comparison_pairs
+    rows = pairs[(pairs["other_label"] == "random")]
+    assert (rows["verdict"] == "not comparable").all()
+    assert rows["reason"].str.contains("random is flat at window").all()
+    assert set(rows["windows"]) == {"31;63"}  # 15, 31, 63 (random) and 31, 63, 127 (the others) share 31 and 63
+    same = pairs[(pairs["label"] == "sinusoidal") & (pairs["other_label"] == "sinusoidal(base=50)")]
+    assert set(same["windows"]) == {"31;63;127"}
+    differ = same[same["difference"].abs() > 0]  # two exact labels: every difference counts, at every window
+    assert len(differ) and differ["verdict"].isin(["longer", "shorter", "window-dependent"]).all()
+    assert (same["window"] == 127).all()
+    comparison = result.tables()["comparison"]
+    assert set(comparison["summary"]) >= {"band_width_0p9", "e_folding_distance", "integral_scale", "decay_length"}
+    assert comparison.loc[comparison["summary"] == "decay_length", "rank"].isna().all()

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import poslab.stages as stages
@@ -61,7 +62,10 @@ def test_summary_columns_follow_the_schema(tmp_path):
     summary = run_study(load_study(tmp_path / "s.toml"), progress=False, executor="serial").summary
     columns = list(summary.columns)
     assert columns[-1] == "seconds"
-    assert columns.index("band_width_0_ci_high") + 1 == columns.index("ci_method")
+    assert columns.index("integral_scale_ci_high") + 1 == columns.index("decay_length_ci_low")
+    assert columns.index("decay_length_ci_high") + 1 == columns.index("ci_method")
+    # the model-free summaries lead: before the decay fits
+    assert columns.index("band_width_0p9") < columns.index("e_folding_distance") < columns.index("selected_model")
     assert all(SUMMARY.column(c) is not None for c in columns if c not in ("base", "layout", "spacing", "distribution"))
 
 
@@ -120,5 +124,8 @@ def test_a_window_without_a_valid_pair_is_a_failed_run_not_widths_beyond_it():
     assert sinusoidal["status"] == "failed"
     assert "no pair of valid positions within distances 1..1: 1 of 2 positions have zero or non-finite vectors" \
         in sinusoidal["message"]
-    assert random["status"] == "ok" and random["band_width_0p5"] == 1  # S(1) = -1: a real width
-    assert "> 1" not in _summary_text(summary)
+    # issue 13: two points (distances 0 and 1) are too few to summarise: a status with its reason, never a number
+    assert random["status"] == "ok" and pd.isna(random["band_width_0p5"])
+    assert random["summary_notes"].startswith("every summary: too_few_points (2 distances with a finite value")
+    text = _summary_text(summary)
+    assert "> 1" not in text and "too_few_points" in text

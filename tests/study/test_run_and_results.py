@@ -32,7 +32,7 @@ kind = "learned"
 source = "gpt2"
 """
 
-FILES = {"summary.csv", "profiles.csv", "decay_metrics.csv", "bands.csv", "heatmaps.csv",
+FILES = {"summary.csv", "profiles.csv", "decay_metrics.csv", "summaries.csv", "window_sensitivity.csv", "heatmaps.csv",
          "similarity_heatmaps.png", "decay_curves.png", "manifest.json",
          # uncertainty and literature properties (every study)
          "properties.csv", "bootstrap.csv", "comparison.csv", "comparison_pairs.csv", "decay_lengths.png",
@@ -66,7 +66,7 @@ def test_tables_hold_the_analysis(study, gpt2_table):
     assert list(s["label"]) == ["sinusoidal", "random", "random", "rotary(rotary_dim=16)", "learned(source=gpt2)"]
     assert list(s["seed"].astype(object).where(s["seed"].notna(), None)) == [None, 0, 1, None, None]
     assert (s["status"] == "ok").all()
-    assert list(s["table_dim"]) == [32, 32, 32, 16, 768]
+    assert list(s["table_dim"].fillna(0)) == [0, 32, 32, 0, 768]  # kernel runs (sinusoidal, rotary) generate no table
     # profiles: the real GPT-2 rows, recomputed directly
     p = result.profiles[result.profiles["label"] == "learned(source=gpt2)"]
     direct = analyse_table(gpt2_table[:128], max_distance=127).profile
@@ -80,9 +80,9 @@ def test_tables_hold_the_analysis(study, gpt2_table):
     assert len(d) == 5 * 5
     for (label, seed), g in d.groupby(["label", "seed"], dropna=False):
         assert g["selected"].sum() == int((g["status"] == "ok").any())
-    # bands: three default thresholds per run
-    assert len(result.bands) == 5 * 3
-    assert {"band_width_0p9", "band_width_0p5", "band_width_0"} <= set(s.columns)
+    # summaries: two default thresholds and four more summaries per run (issue 13: the zero crossing is its own)
+    assert len(result.summaries) == 5 * 6
+    assert {"band_width_0p9", "band_width_0p5", "zero_crossing", "integral_scale"} <= set(s.columns)
 
 
 def test_csv_reads_back_to_the_same_numbers(study):
@@ -137,6 +137,7 @@ def test_failed_run_is_a_row_and_the_study_goes_on(tmp_path, monkeypatch):
         raise FloatingPointError("overflow in a user encoding")
 
     monkeypatch.setattr(Sinusoidal, "_generate", broken)
+    monkeypatch.setattr(Sinusoidal, "kernel", lambda self, *args: None)  # the table path (no exact kernel)
     result = run_study(spec, progress=False, executor="serial")  # a patch in this process: workers import afresh
     row = result.summary.iloc[0]
     assert row["status"] == "failed" and "overflow in a user encoding" in row["message"]
@@ -223,8 +224,8 @@ def test_every_run_failing_still_writes_the_summary(tmp_path):
     result = run_study(load_study(tmp_path / "s.toml"), progress=False)
     assert list(result.summary["status"]) == ["failed"] and "zero or non-finite" in result.summary["message"][0]
     out = write_results(result, tmp_path / "res")
-    assert {p.name for p in out.iterdir()} == {f"{t}.csv" for t in ("summary", "profiles", "decay_metrics", "bands",
-                                                                     "heatmaps")} | {"manifest.json"}
+    assert {p.name for p in out.iterdir()} == {f"{t}.csv" for t in ("summary", "profiles", "decay_metrics",
+                                                                     "summaries", "heatmaps")} | {"manifest.json"}
     back = read_results(out)
     assert back["summary"]["status"].tolist() == ["failed"] and len(back["profiles"]) == 0
 

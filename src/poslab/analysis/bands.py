@@ -9,7 +9,7 @@ import pandas as pd
 
 __all__ = ["BandMetrics", "band_metrics", "first_crossings", "DEFAULT_THRESHOLDS"]
 
-DEFAULT_THRESHOLDS = (0.9, 0.5, 0.0)
+DEFAULT_THRESHOLDS = (0.9, 0.5)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Properties of a position table from the literature: monotonicity, translation
-invariance, symmetry (Wang et al., ICLR 2021) and locality (Chen et al., 2023).
+invariance (Wang et al., ICLR 2021), symmetry and locality (Chen et al., 2023);
+from a table (its cosine-similarity matrix S) or from an exact kernel (a
+Toeplitz S).
 
 S is the cosine-similarity matrix between positions. No function forms S
 whole: rows of S are computed for blocks of anchor positions (at most
@@ -7,14 +9,43 @@ whole: rows of S are computed for blocks of anchor positions (at most
 symmetry) use every ``anchor_step``-th position as anchor, a regular
 subsample recorded in the table: every position up to :data:`MAX_ANCHORS`
 positions, then at most MAX_ANCHORS anchors and at most
-:data:`MAX_ENTRIES` / n_positions of them (so at most ~8.4·10⁶ entries of S
-in all: 2048 anchors up to n = 4096, 64 at n = 131072, 32 from n = 262144
-on), each metric costing O(n_anchors · n · dim) for the products plus
-O(n_anchors · n log n) for monotonicity's ranks. Measured at n = 131072,
-dim 128: ~1 s instead of 72 s with 2048 anchors (benchmarks/README.md).
-Translation invariance comes from the profile: exact up to 2048 positions,
-beyond from its anchor-sampled standard deviation (128 stratified anchors;
-see :func:`poslab.analysis.similarity_profile`).
+:data:`MAX_ENTRIES` / n_positions of them. Translation invariance comes from
+the profile: exact up to 2048 positions, beyond from its anchor-sampled
+standard deviation (see :func:`poslab.analysis.similarity_profile`).
+
+What each metric measures, and its window:
+
+* ``monotonicity_discordance`` — Wang et al.'s monotonicity, ∀ m > n:
+  φ(x, x+m) < φ(x, x+n), counted over all pairs: over anchors x and pairs
+  1 ≤ n < m ≤ w(x) of forward distances (w(x) = min(max_distance, n_positions
+  − 1 − x): the run's window), the fraction that violate it (φ(x, x+m) ≥
+  φ(x, x+n)). 0: similarity falls strictly with distance at every anchor; ½
+  for a random table. Pairs are counted with a Fenwick tree over each row's
+  ranks, O(w log w) per anchor.
+* ``monotonicity_spearman`` — mean over anchors of Spearman's ρ between the
+  distance and S[x, x+k], k = 1..w(x) (−1: strictly decreasing).
+* ``translation_variance_ratio`` — within-diagonal over total sum of squares
+  of S (tables only: a kernel is translation invariant by construction).
+* ``symmetry`` and ``locality`` — Chen et al.'s, on a declared attention-like
+  transform of S: each anchor row i attends to the keys j with |i − j| ≤
+  ``reach`` (default :data:`LOCALITY_REACH`, 64) with weights A_ij =
+  softmax_j(S_ij / τ) (default τ = :data:`LOCALITY_TAU` = 0.1 for cosine
+  similarity; an attention prior, already a logit, uses τ = 1); only anchors
+  whose whole reach lies inside the table are used, so for a
+  translation-invariant table every row is the same and the values do not
+  depend on n_positions (a softmax over all n keys would spread its mass
+  like 1/n: that was poslab's old locality). Locality = mean_i Σ_j A_ij
+  2^(−|i−j|) (1: every position attends to itself only). Symmetry = 1 − mean
+  over anchors i and offsets m = 1..reach of |A_i,i−m − A_i,i+m| min-max
+  scaled within each row, as in Chen et al.'s ``calculate.py``
+  (``cal_matrix_symmetry``), with one guard: differences within 1e-9 of the
+  row's largest weight are rounding noise, set to 0 before scaling (their
+  scaling would blow noise of 1e-17 up to [0, 1]), so an exactly
+  translation-invariant table scores exactly 1.
+
+The column ``symmetry_deviation`` (‖S − Sᵀ‖ / ‖S‖) of earlier versions is gone:
+it is 0 by construction for every cosine-similarity matrix;
+:func:`kernel_asymmetry` still gives it for query/key kernels.
 
 References
 ----------
@@ -27,9 +58,9 @@ Wang, B., Shang, L., Lioma, C., Jiang, X., Yang, H., Liu, Q., Simonsen, J. G.
 Chen, L., Varoquaux, G., Suchanek, F. M. (2023). The Locality and Symmetry
 of Positional Encodings. Findings of EMNLP 2023 (arXiv:2310.12864), and
 their reference implementation ``locality_symmetry/calculate.py``
-(``matrix_locality``): for a row-stochastic attention matrix A of size n,
-Loc(A) = (1/n) Σ_i Σ_j A_ij 2^(−|i−j|), in [0, 1], 1 when every position
-attends only to itself.
+(``matrix_locality``: Loc(A) = (1/n) Σ_i Σ_j A_ij 2^(−|i−j|) for a
+row-stochastic attention matrix A; ``cal_matrix_symmetry``: 1 − the mean of
+the row-wise min-max scaled |A_i,i−m − A_i,i+m|).
 """
 
 from __future__ import annotations
@@ -45,8 +76,9 @@ from scipy import stats
 from .profile import _STD_ANCHORS, _STD_SEED, SimilarityProfile, _stratified_anchors
 from .similarity import UnitRows
 
-__all__ = ["MAX_ANCHORS", "MAX_ENTRIES", "MIN_ANCHORS", "anchor_positions", "monotonicity", "translation_variance_ratio", "kernel_asymmetry",
-           "locality", "table_properties", "Properties"]
+__all__ = ["MAX_ANCHORS", "MAX_ENTRIES", "MIN_ANCHORS", "LOCALITY_TAU", "LOCALITY_REACH", "anchor_positions",
+           "monotonicity", "translation_variance_ratio", "kernel_asymmetry", "attention_rows", "locality", "symmetry",
+           "table_properties", "kernel_properties", "Properties"]
 
 #: Tables with more positions use a regular subsample of this many anchors (at most).
 MAX_ANCHORS = 2048
@@ -56,8 +88,12 @@ MAX_ENTRIES = 2**23
 MIN_ANCHORS = 32
 #: Largest number of entries of S held at once.
 _BLOCK_ENTRIES = 4_000_000
-#: Distances beyond this contribute < 2^-60 to locality and are skipped in its numerator.
-_LOCALITY_REACH = 60
+#: Temperature of the attention-like transform softmax(S / τ) of cosine similarities (locality, symmetry).
+LOCALITY_TAU = 0.1
+#: Keys each anchor attends to: |i − j| <= LOCALITY_REACH (2^-64 weighs nothing in locality).
+LOCALITY_REACH = 64
+#: Differences of attention weights within this fraction of the row's largest weight are rounding noise (symmetry).
+_SYMMETRY_NOISE = 1e-9
 
 
 def anchor_positions(n_positions: int, max_anchors: int = MAX_ANCHORS,
@@ -103,12 +139,9 @@ def _forward_blocks(anchors, max_distance):
 def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[float, float]:
     """Monotonicity of S with distance, after Wang et al. (2021), §3.
 
-    For each anchor i, the forward pairs (i, i + k), k = 1..min(max_distance,
-    n − 1 − i): Spearman's ρ between k and S[i, i + k] (anchors with fewer than
-    3 valid pairs or constant similarities are skipped; exact ties, which
-    float similarities almost never have, are ranked in distance order). Wang et al.'s
-    monotonicity (m > n ⟺ φ(x, x+m) < φ(x, x+n)) holds exactly at an anchor
-    when its ρ = −1.
+    For each anchor x, the forward pairs (x, x + k), k = 1..w(x) = min(max_distance,
+    n − 1 − x), valid positions only (anchors with fewer than 3 valid pairs
+    are skipped).
 
     Parameters
     ----------
@@ -120,48 +153,81 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     Returns
     -------
     rho : float
-        Mean over anchors of Spearman's ρ (−1: similarity always falls with
-        distance; about 0 for a random table).
-    violation_rate : float
-        Fraction of consecutive distances (k, k + 1), over all anchors, at
-        which the similarity rises: S[i, i+k+1] > S[i, i+k] (0 for a monotone
-        decay, about 1/2 for a random table).
+        Mean over anchors of Spearman's ρ between k and S[x, x + k] (−1:
+        similarity always falls with distance; about 0 for a random table;
+        anchors whose similarities are all equal have no rank order and are skipped).
+    discordance : float
+        Over all anchors and pairs n < m of their distances, the fraction
+        violating Wang et al.'s monotonicity (S[x, x+m] >= S[x, x+n]): 0 for a
+        strictly decreasing S at every anchor, 1/2 for a random table.
     """
     u, valid = units.vectors, units.valid
     n = len(u)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
     ks = np.arange(1, max_distance + 1)
-    rhos, rises, steps = [], 0, 0
+    rhos, violations, pairs = [], 0, 0
     for rows in _forward_blocks(anchors, max_distance):
         c0, c1 = int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
         cols = rows[:, None] + ks[None, :]
         ok = (cols < n) & valid[rows, None] & valid[np.minimum(cols, n - 1)]
         block = u[rows] @ u[c0:c1].T  # forward strip of S: rows × (c1 - c0) entries
         strip = block[np.arange(rows.size)[:, None], np.minimum(cols, c1 - 1) - c0]
-        q = np.where(ok, np.clip(strip, -1.0, 1.0), np.nan)
-        both = ok[:, 1:] & ok[:, :-1]
-        rises += int(np.sum((q[:, 1:] > q[:, :-1]) & both))
-        steps += int(np.sum(both))
-        if not ok.any():
-            continue
-        # ranks among each anchor's valid pairs (invalid entries are +inf, ranked last); exact ties,
-        # which float similarities almost never have, are ranked in distance order (stable sort)
-        order = np.argsort(np.where(ok, q, np.inf), axis=1, kind="stable")
-        rank_q = np.empty(q.shape)
-        np.put_along_axis(rank_q, order, np.arange(1, q.shape[1] + 1, dtype=float)[None, :], axis=1)
-        rank_q[~ok] = np.nan
-        flat_row = np.nanmax(q, axis=1, initial=-np.inf) == np.nanmin(q, axis=1, initial=np.inf)
-        rank_k = np.where(ok, np.cumsum(ok, axis=1), np.nan)  # k increases along the row
-        count = ok.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # anchors without pairs
-            mq = np.nanmean(rank_q, axis=1, keepdims=True)
-            mk = np.nanmean(rank_k, axis=1, keepdims=True)
-            cov = np.nansum((rank_q - mq) * (rank_k - mk), axis=1)
-            rho = cov / np.sqrt(np.nansum((rank_q - mq) ** 2, axis=1) * np.nansum((rank_k - mk) ** 2, axis=1))
-        rhos.append(rho[(count >= 3) & np.isfinite(rho) & ~flat_row])  # a constant row has no rank order
+        rho, v, p = _block_monotonicity(np.clip(strip, -1.0, 1.0), ok)
+        rhos.append(rho)
+        violations, pairs = violations + v, pairs + p
+    return _pooled_monotonicity(rhos, violations, pairs)
+
+
+def _pooled_monotonicity(rhos, violations, pairs) -> tuple[float, float]:
     rhos = np.concatenate(rhos) if rhos else np.array([])
-    return (float(rhos.mean()) if rhos.size else math.nan), (rises / steps if steps else math.nan)
+    return (float(rhos.mean()) if rhos.size else math.nan), (violations / pairs if pairs else math.nan)
+
+
+def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """Spearman ρ per row, and violations / pairs of Wang et al.'s monotonicity pooled over rows.
+
+    ``q`` (rows × distances, increasing) holds similarities, ``ok`` which are
+    valid. A pair of distances n < m violates monotonicity when q_m >= q_n.
+    Ranks are taken with ties in distance order (a stable sort), so q_n <= q_m
+    ⟺ rank_n < rank_m for n < m, and the violations of a row are the pairs in
+    rank order, counted with a Fenwick tree over ranks (Fenwick 1994), one
+    vectorised pass over the rows per distance: O(rows · w log w).
+    """
+    rows, w = q.shape
+    order = np.argsort(np.where(ok, q, np.inf), axis=1, kind="stable")
+    rank = np.empty((rows, w), dtype=np.int64)
+    np.put_along_axis(rank, order, np.arange(1, w + 1)[None, :], axis=1)
+    rank[~ok] = 0
+    count = ok.sum(axis=1)
+    # Spearman's rho of each row: ranks of the valid entries against their order
+    rank_q = np.where(ok, rank, np.nan).astype(float)
+    rank_k = np.where(ok, np.cumsum(ok, axis=1), np.nan)
+    flat_row = np.nanmax(np.where(ok, q, np.nan), axis=1, initial=-np.inf) == \
+        np.nanmin(np.where(ok, q, np.nan), axis=1, initial=np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # rows without pairs
+        mq = np.nanmean(rank_q, axis=1, keepdims=True)
+        mk = np.nanmean(rank_k, axis=1, keepdims=True)
+        cov = np.nansum((rank_q - mq) * (rank_k - mk), axis=1)
+        rho = cov / np.sqrt(np.nansum((rank_q - mq) ** 2, axis=1) * np.nansum((rank_k - mk) ** 2, axis=1))
+    rho = rho[(count >= 3) & np.isfinite(rho) & ~flat_row]
+    # violations: pairs n < m with rank_n < rank_m (Fenwick tree per row; column w + 1 is a sink for invalid entries)
+    tree = np.zeros((rows, w + 2), dtype=np.int64)
+    index = np.arange(rows)
+    steps = int(w).bit_length() + 1
+    violations = 0
+    for m in range(w):
+        r = rank[:, m]
+        i = np.maximum(r - 1, 0)
+        for _ in range(steps):  # prefix sum over ranks below r
+            violations += int(tree[index, i].sum())
+            i = i - (i & -i)
+        i = np.where(r > 0, r, w + 1)
+        for _ in range(steps):
+            tree[index, i] += 1
+            i = np.minimum(i + (i & -i), w + 1)
+    pairs = int(np.sum(count * (count - 1) // 2))
+    return rho, violations, pairs
 
 
 def translation_variance_ratio(profile: SimilarityProfile) -> float:
@@ -223,70 +289,124 @@ def kernel_asymmetry(queries, keys, anchors=None) -> float:
     return math.sqrt(diff / norm) if norm > 0 else math.nan
 
 
-def locality(units: UnitRows, anchors=None) -> float:
-    """Locality of Chen et al. (2023): (1/|anchors|) Σ_i Σ_j A_ij 2^(−|i−j|).
+def _reach(n_positions: int, reach: int) -> int:
+    """The reach used: ``reach``, or less when the table has fewer than 2 · reach + 1 positions."""
+    return max(1, min(int(reach), (n_positions - 1) // 2))
 
-    Chen et al. define it for row-stochastic attention matrices. A cosine
-    similarity row is turned into one without a temperature: negative
-    similarities get no weight, A_ij = max(S_ij, 0) / Σ_j' max(S_ij', 0)
-    (all positions j, excluded positions weigh 0). 1: every position is
-    similar only to itself; a random Gaussian table of width d and n positions
-    gives about (1 + 2c) / (1 + (n − 1) c) with c = E[max(S, 0)] = 1 / sqrt(2π d)
-    (the self-weight diluted by chance positive similarities; 0.069 at n = 300,
-    d = 64).
+
+def attention_rows(units: UnitRows, anchors=None, *, tau: float = LOCALITY_TAU, reach: int = LOCALITY_REACH):
+    """Rows of the attention-like transform A_ij = softmax_j(S_ij / τ), |i − j| <= reach, at full-reach anchors.
 
     Parameters
     ----------
     units : UnitRows
     anchors : ndarray of int, optional
-        Rows i averaged over; default :func:`anchor_positions`.
+        Default :func:`anchor_positions`; only those with reach <= i <= n − 1 − reach are used.
+    tau : float
+        Temperature (cosine similarity).
+    reach : int
+        Keys per side; lowered to (n − 1) // 2 for a table too short for it.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_used, 2 · reach + 1)
+        A_i,i+m for m = −reach..reach (rows sum to 1; excluded positions weigh 0).
+    used : ndarray of int
+        The anchors used.
+    reach : int
     """
     u, valid = units.vectors, units.valid
     n = len(u)
+    reach = _reach(n, reach)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
-    anchors = anchors[valid[anchors]]
-    offsets = np.arange(-_LOCALITY_REACH, _LOCALITY_REACH + 1)
-    values = []
-    for rows in _row_blocks(anchors, n):
-        s = np.clip(u[rows] @ u.T, 0.0, 1.0)  # excluded columns are zero vectors: weight 0
-        s[np.arange(rows.size), rows] = 1.0
-        cols = rows[:, None] + offsets[None, :]
-        inside = (cols >= 0) & (cols < n)
-        near = np.where(inside, s[np.arange(rows.size)[:, None], np.clip(cols, 0, n - 1)], 0.0)
-        values.append((near * 2.0 ** -np.abs(offsets)).sum(axis=1) / s.sum(axis=1))
-    return float(np.concatenate(values).mean()) if values else math.nan
+    used = anchors[(anchors >= reach) & (anchors <= n - 1 - reach)]
+    used = used[valid[used]]
+    offsets = np.arange(-reach, reach + 1)
+    logits = np.empty((used.size, offsets.size))
+    for j, m in enumerate(offsets):
+        logits[:, j] = np.einsum("ij,ij->i", u[used], u[used + m])
+    logits = np.where(valid[used[:, None] + offsets[None, :]], np.clip(logits, -1.0, 1.0) / tau, -np.inf)
+    return _softmax(logits), used, reach
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - np.max(logits, axis=1, keepdims=True)
+    w = np.exp(z)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _locality(weights: np.ndarray, reach: int) -> float:
+    """Chen et al.'s locality of attention rows over offsets −reach..reach."""
+    if not weights.size:
+        return math.nan
+    offsets = np.arange(-reach, reach + 1)
+    return float(np.mean(weights @ (2.0 ** -np.abs(offsets))))
+
+
+def _symmetry(weights: np.ndarray, reach: int) -> float:
+    """Chen et al.'s row-mirror symmetry of attention rows, rounding noise guarded (module docstring)."""
+    if not weights.size:
+        return math.nan
+    left, right = weights[:, reach - 1::-1], weights[:, reach + 1:]  # offsets -1..-reach and +1..+reach
+    diff = np.abs(left - right)
+    diff[diff <= _SYMMETRY_NOISE * weights.max(axis=1, keepdims=True)] = 0.0
+    low, high = diff.min(axis=1, keepdims=True), diff.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(high > low, (diff - low) / (high - low), 0.0)
+    return float(1.0 - scaled.mean())
+
+
+def locality(units: UnitRows, anchors=None, *, tau: float = LOCALITY_TAU, reach: int = LOCALITY_REACH) -> float:
+    """Locality of Chen et al. (2023) on A = softmax(S / τ) within ``reach`` (module docstring)."""
+    weights, _, reach = attention_rows(units, anchors, tau=tau, reach=reach)
+    return _locality(weights, reach)
+
+
+def symmetry(units: UnitRows, anchors=None, *, tau: float = LOCALITY_TAU, reach: int = LOCALITY_REACH) -> float:
+    """Row-mirror symmetry of Chen et al. (2023) on A = softmax(S / τ) within ``reach`` (module docstring)."""
+    weights, _, reach = attention_rows(units, anchors, tau=tau, reach=reach)
+    return _symmetry(weights, reach)
 
 
 @dataclasses.dataclass(frozen=True)
 class Properties:
-    """Property metrics of one table; ``to_frame()`` gives one row per metric."""
+    """Property metrics of one table or kernel; ``to_frame()`` gives one row per metric."""
 
     values: dict
     n_anchors: dict
     anchor_step: dict
+    window: dict = dataclasses.field(default_factory=dict)
+    transform: dict = dataclasses.field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
-        """Columns metric, value, n_anchors, anchor_step, reference."""
+        """Columns metric, value, n_anchors, anchor_step, window, transform, reference."""
         return pd.DataFrame({
             "metric": list(self.values),
             "value": list(self.values.values()),
             "n_anchors": [self.n_anchors[m] for m in self.values],
             "anchor_step": [self.anchor_step[m] for m in self.values],
+            "window": pd.array([self.window.get(m) for m in self.values], dtype="Int64"),
+            "transform": [self.transform.get(m, "") for m in self.values],
             "reference": [_REFERENCES[m] for m in self.values],
         })
 
 
 _REFERENCES = {
     "monotonicity_spearman": "Wang et al. 2021",
-    "monotonicity_violation_rate": "Wang et al. 2021",
+    "monotonicity_discordance": "Wang et al. 2021",
     "translation_variance_ratio": "Wang et al. 2021",
-    "symmetry_deviation": "Wang et al. 2021",
+    "symmetry": "Chen et al. 2023",
     "locality": "Chen et al. 2023",
 }
 
 
+def _transform_text(tau: float, reach: int) -> str:
+    return f"softmax(S / {tau:g}) over |i - j| <= {reach}"
+
+
 def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors: int = MAX_ANCHORS,
-                     max_entries: int = MAX_ENTRIES) -> Properties:
+                     max_entries: int = MAX_ENTRIES, tau: float = LOCALITY_TAU,
+                     reach: int = LOCALITY_REACH) -> Properties:
     """Every property metric of one table (see the module docstring).
 
     Parameters
@@ -297,33 +417,107 @@ def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors
         Its profile (gives max_distance and translation invariance).
     max_anchors, max_entries : int
         Anchor budget of the anchor-based metrics (:func:`anchor_positions`).
+    tau, reach : float, int
+        The attention-like transform of locality and symmetry.
 
     Returns
     -------
     Properties
-        Metrics ``monotonicity_spearman``, ``monotonicity_violation_rate``,
-        ``translation_variance_ratio``, ``symmetry_deviation`` (‖S − Sᵀ‖_F / ‖S‖_F)
-        and ``locality``, with the anchors each used. For
-        ``translation_variance_ratio`` these are the anchors of the profile's
-        standard deviation: every position when it is exact (step 1), else
-        the stratified sample's size and stratum width (n_positions // 128).
+        Metrics ``monotonicity_discordance``, ``monotonicity_spearman`` (window:
+        distances 1..max_distance), ``translation_variance_ratio``,
+        ``symmetry`` and ``locality`` (window: the reach; ``transform`` says
+        which), with the anchors each used. For ``translation_variance_ratio``
+        these are the anchors of the profile's standard deviation: every
+        position when it is exact (step 1), else the stratified sample's size
+        and stratum width (n_positions // 128).
     """
     n = len(units.vectors)
     anchors, step = anchor_positions(n, max_anchors, max_entries)
     max_distance = int(profile.distance[-1])
-    rho, violations = monotonicity(units, max_distance, anchors)
+    rho, discordance = monotonicity(units, max_distance, anchors)
+    weights, used, reach = attention_rows(units, anchors, tau=tau, reach=reach)
     values = {
+        "monotonicity_discordance": discordance,
         "monotonicity_spearman": rho,
-        "monotonicity_violation_rate": violations,
         "translation_variance_ratio": translation_variance_ratio(profile),
-        "symmetry_deviation": kernel_asymmetry(units.vectors, units.vectors, anchors),
-        "locality": locality(units, anchors),
+        "symmetry": _symmetry(weights, reach),
+        "locality": _locality(weights, reach),
     }
     if profile.std_exact:
         std_anchors, std_step = n, 1
     else:  # the profile's std comes from a stratified anchor sample
         std_anchors = int(_stratified_anchors(n, _STD_ANCHORS, np.random.default_rng(_STD_SEED)).size)
         std_step = n // _STD_ANCHORS
-    n_anchors = {m: int(anchors.size) for m in values} | {"translation_variance_ratio": std_anchors}
+    n_anchors = {m: int(anchors.size) for m in values} | {"translation_variance_ratio": std_anchors,
+                                                          "symmetry": int(used.size), "locality": int(used.size)}
     steps = {m: step for m in values} | {"translation_variance_ratio": std_step}
-    return Properties(values, n_anchors, steps)
+    window = {"monotonicity_discordance": max_distance, "monotonicity_spearman": max_distance,
+              "translation_variance_ratio": max_distance, "symmetry": reach, "locality": reach}
+    transform = dict.fromkeys(("symmetry", "locality"), _transform_text(tau, reach))
+    return Properties(values, n_anchors, steps, window, transform)
+
+
+def kernel_properties(forward, backward=None, *, n_positions: int, max_distance: int | None = None,
+                      tau: float = LOCALITY_TAU, reach: int = LOCALITY_REACH, max_anchors: int = MAX_ANCHORS,
+                      max_entries: int = MAX_ENTRIES) -> Properties:
+    """The property metrics of a translation-invariant kernel: S[i, j] = forward[j − i] (j >= i), backward[i − j].
+
+    Exact (no sampling): a Toeplitz S has the same row at every anchor, up
+    to the anchors near the end whose forward rows are shorter; they are
+    averaged over the same anchors as :func:`table_properties`, so a
+    translation-invariant table and its kernel give the same values (to
+    rounding). ``translation_variance_ratio`` is not reported: it is 0 by construction.
+
+    Parameters
+    ----------
+    forward : array_like of shape (m,)
+        Kernel at key − query = 0, 1, ..., m − 1 (cosine similarity, or an attention prior).
+    backward : array_like of shape (m,), optional
+        Kernel at key − query = 0, −1, ..., −(m − 1); default ``forward`` (symmetric).
+    n_positions : int
+        Positions of the analysed window.
+    max_distance : int, optional
+        Largest distance of monotonicity's window (default m − 1, at most n_positions − 1).
+    tau : float
+        Temperature of softmax(S / τ): 0.1 for cosine similarity; 1 for an attention prior (already a logit).
+    reach : int
+        Keys per side of the attention-like transform (needs m > reach).
+    max_anchors, max_entries : int
+        Anchor budget (:func:`anchor_positions`), as for tables.
+
+    Returns
+    -------
+    Properties
+        ``monotonicity_discordance``, ``monotonicity_spearman`` (forward
+        direction, Wang et al.'s x + m), ``symmetry``, ``locality``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, or a kernel shorter than the reach needs.
+    """
+    f = np.asarray(forward, dtype=np.float64)
+    b = f if backward is None else np.asarray(backward, dtype=np.float64)
+    if f.ndim != 1 or b.shape != f.shape:
+        raise ValueError(f"forward and backward must be 1-D arrays of one length, got {f.shape} and {b.shape}")
+    n = int(n_positions)
+    max_distance = min(f.size - 1, n - 1) if max_distance is None else int(max_distance)
+    reach = _reach(n, reach)
+    if f.size <= reach or max_distance > f.size - 1:
+        raise ValueError(f"the kernel has {f.size} distances; it needs more than reach {reach} and max_distance "
+                         f"{max_distance}")
+    anchors, step = anchor_positions(n, max_anchors, max_entries)
+    lengths = np.minimum(max_distance, n - 1 - anchors)
+    rows = np.broadcast_to(f[1:max_distance + 1], (anchors.size, max_distance))
+    rho, violations, pairs = _block_monotonicity(rows, np.arange(1, max_distance + 1)[None, :] <= lengths[:, None])
+    rho, discordance = _pooled_monotonicity([rho], violations, pairs)
+    logits = np.concatenate([b[reach:0:-1], f[:reach + 1]])[None, :] / tau  # offsets -reach..reach
+    weights = _softmax(logits)
+    used = int(np.sum((anchors >= reach) & (anchors <= n - 1 - reach)))
+    values = {"monotonicity_discordance": discordance, "monotonicity_spearman": rho,
+              "symmetry": _symmetry(weights, reach), "locality": _locality(weights, reach)}
+    n_anchors = {m: int(anchors.size) for m in values} | {"symmetry": used, "locality": used}
+    window = {"monotonicity_discordance": max_distance, "monotonicity_spearman": max_distance,
+              "symmetry": reach, "locality": reach}
+    transform = dict.fromkeys(("symmetry", "locality"), _transform_text(tau, reach))
+    return Properties(values, n_anchors, dict.fromkeys(values, step), window, transform)

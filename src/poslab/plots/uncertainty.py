@@ -14,7 +14,18 @@ from .core import MAX_ROWS, _first, _say_left_out, study_figure
 
 __all__ = ["plot_decay_length_forest", "forest_figure"]
 
-_COLUMNS = COMPARISON.declared("label", "decay_length", "decay_length_ci_low", "decay_length_ci_high", "ci_method")
+_COLUMNS = ("label", "decay_length", "decay_length_ci_low", "decay_length_ci_high", "ci_method")
+_DECAY_ROWS = COMPARISON.declared("summary", "value", "value_ci_low", "value_ci_high", "max_distance")
+
+
+def _decay_lengths(comparison: pd.DataFrame) -> pd.DataFrame:
+    """comparison.csv's decay_length rows (one per label), as the forest plot reads them: longest first per window."""
+    if "summary" not in comparison:
+        return comparison
+    rows = comparison[comparison["summary"] == "decay_length"].rename(columns={
+        "value": "decay_length", "value_ci_low": "decay_length_ci_low", "value_ci_high": "decay_length_ci_high"})
+    return rows.sort_values(["max_distance", "decay_length", "label"], ascending=[False, False, True],
+                            na_position="last", kind="stable")
 
 
 def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: float = 7.0) -> Figure:
@@ -48,6 +59,7 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     ValueError
         Missing columns or an empty table.
     """
+    comparison = _decay_lengths(comparison)
     missing = [c for c in _COLUMNS if c not in comparison.columns]
     if missing:
         raise ValueError(f"comparison lacks column(s) {missing}; it has {list(comparison.columns)}")
@@ -110,4 +122,4 @@ def forest_figure(tables: dict[str, pd.DataFrame], title=None) -> Figure | None:
     comparison = tables.get("comparison")
     if comparison is None or comparison.empty:
         return None
-    return plot_decay_length_forest(comparison, title=title)
+    return plot_decay_length_forest(comparison, title=title) if len(_decay_lengths(comparison)) else None

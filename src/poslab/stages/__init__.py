@@ -28,8 +28,9 @@ from .heatmap import HEATMAPS  # noqa: E402
 from .properties import PROPERTIES  # noqa: E402
 from .kernel import KERNEL_HEADS  # noqa: E402
 from .profile import PROFILES  # noqa: E402
+from .bands import BAND_WIDTH, SUMMARIES  # noqa: E402
+from .window import WINDOW_SENSITIVITY  # noqa: E402
 from .decay import DECAY_METRICS  # noqa: E402
-from .bands import BAND_WIDTH, BANDS  # noqa: E402
 from .bootstrap import BOOTSTRAP  # noqa: E402
 from . import envelope  # noqa: E402,F401
 from . import source  # noqa: E402,F401
@@ -43,8 +44,9 @@ __all__ = [
     "PIPELINE", "SUMMARY", "TABLES", "RUN_COLUMNS", "AnalysisOptions", "Stage", "Output", "RunContext", "Column",
     "Family", "Table", "setting", "register_stage", "build_stages", "run_stage", "reserved_columns", "column_tables",
     "parse_options",
-    "BAND_WIDTH", "BANDS", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS", "DECAY_METRICS", "GRID_DISPLACEMENTS",
-    "GRID_MAPS", "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "KERNEL_HEADS", "PROFILES", "PROPERTIES", "ROPE_DECAY",
+    "BAND_WIDTH", "SUMMARIES", "WINDOW_SENSITIVITY", "BOOTSTRAP", "COMPARISON", "COMPARISON_PAIRS",
+    "DECAY_METRICS", "GRID_DISPLACEMENTS", "GRID_MAPS", "GRID_PROFILES", "HEATMAPS", "INV_FREQ", "KERNEL_HEADS",
+    "PROFILES", "PROPERTIES", "ROPE_DECAY",
 ]
 
 #: The stages, in the order they run.

@@ -1,15 +1,24 @@
-"""Band widths: how far the similarity band around the diagonal reaches, at each threshold."""
+"""The model-free summaries of the profile: band widths, e-folding distance, zero crossing, first minimum, integral scale.
+
+They lead ``summary.csv`` (this stage runs before the decay fits): each is a
+distance read off the profile without a model, or empty with its status in
+``summary_notes`` (:mod:`poslab.analysis.summaries`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .._validation import ListOf, Real
 from ..analysis.bands import DEFAULT_THRESHOLDS
+from ..analysis.summaries import (CONDITIONING_DELTA, ILL_CONDITIONED_SPREAD, MIN_RISE, MIN_RISE_SE,
+                                  profile_summaries)
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Family, Table
 
-__all__ = ["Bands", "BANDS", "BAND_WIDTH"]
+__all__ = ["Summaries", "SUMMARIES", "BAND_WIDTH", "SUMMARY_COLUMNS"]
 
 
 def _render(threshold: float) -> str:
@@ -21,23 +30,58 @@ def _parse(text: str) -> float:
     return float(text.replace("m", "-").replace("p", "."))
 
 
+_STATUS = "(empty: see summary_notes; not reached within max_distance, or a degenerate profile)"
+
 #: The band widths: one summary column per threshold t, the prefix then t with "-" as m and "." as p
 #: (0.9 -> 0p9, -0.5 -> m0p5, 0 -> 0).
 BAND_WIDTH = Family("band_width_", "Int64", "positions",
-                    "band width at threshold t: first distance at which the mean profile falls below t",
+                    "band width at threshold t: first distance at which the mean profile falls below t " + _STATUS,
                     interval=True, beyond_window=True, console=True, heading="width_",
                     placeholder="<t>",
                     render=_render, parse=_parse, setting="thresholds")
 
-BANDS = Table(
-    "bands", "run × threshold",
-    "How far the similarity band around the diagonal reaches.",
+#: The summaries after the band widths (their names are poslab.analysis.summaries.SUMMARY_NAMES).
+SUMMARY_COLUMNS = (
+    Column("e_folding_distance", "Int64", "positions",
+           "first distance at which S(k) / S(0) falls below 1/e (the e-folding lag; Box & Jenkins) " + _STATUS,
+           interval=True, beyond_window=True, console=True, heading="1/e"),
+    Column("zero_crossing", "Int64", "positions",
+           "first distance at which the mean profile falls below 0 " + _STATUS,
+           interval=True, beyond_window=True, console=True, heading="zero"),
+    Column("first_minimum", "Int64", "positions",
+           "first local minimum of the mean profile: its lowest point before it first rises back by min_rise and "
+           "min_rise_se standard errors " + _STATUS, interval=True, beyond_window=True, console=True,
+           heading="minimum"),
+    Column("integral_scale", "float", "positions",
+           "integral scale: the trapezoidal integral of S(k) / S(0) from 0 to the first zero crossing "
+           "(interpolated; Pope 2000 §6.2); empty when S does not cross 0 within max_distance (not defined there)",
+           interval=True, console=True, heading="integral"),
+)
+
+SUMMARIES = Table(
+    "summaries", "run × summary",
+    "The model-free summaries of each run's profile with their status and conditioning "
+    "(poslab.analysis.summaries).",
     (
-        Column("threshold", "float", "cosine similarity", "similarity level t", required=True),
-        Column("width", "Int64", "positions", "first distance at which the mean profile falls below t",
-               required=True, beyond_window=True),
-        Column("recrosses", "bool", "", "the profile rises back above t later (as sinusoidal profiles do)"),
-        Column("crossings", "int", "", "number of downward crossings of t"),
+        Column("summary", "str", "", "band_width_<t>, e_folding_distance, zero_crossing, first_minimum, "
+               "integral_scale", required=True),
+        Column("value", "float", "positions", "the summary (empty unless status is ok)", required=True),
+        Column("status", "str", "", "ok; not_reached (within max_distance); undefined (S(0) <= 0); or the "
+               "profile's degenerate status, which every summary of it takes: too_few_points, flat (no decay beyond "
+               "distance 1), rising, no_decay (oscillates without decaying)", required=True),
+        Column("reason", "str", "", "why it is not a number, or why it is ill-conditioned"),
+        Column("crossing", "float", "positions", "a crossing interpolated linearly between the last distance at or "
+               "above the level and the first below (the integral scale: its zero crossing)"),
+        Column("crossing_low", "float", "positions",
+               f"the interpolated first crossing of the level + {CONDITIONING_DELTA:g}"),
+        Column("crossing_high", "float", "positions",
+               f"the interpolated first crossing of the level - {CONDITIONING_DELTA:g}"),
+        Column("slope", "float", "cosine similarity",
+               "S(k) - S(k - 1) at the first distance k below the level (per position)"),
+        Column("recrossings", "int", "", "times S falls below the level again after coming back above it"),
+        Column("ill_conditioned", "bool", "", f"S comes back above the level later in the window and a change of "
+               f"±{CONDITIONING_DELTA:g} in the level moves the first crossing by more than "
+               f"{ILL_CONDITIONED_SPREAD:.0%} of its value (RoPE's 0.5 crossing)"),
     ),
     always=True,
 )
@@ -45,19 +89,56 @@ BANDS = Table(
 
 @register_stage
 @dataclasses.dataclass(frozen=True)
-class Bands(Stage):
-    """Band widths at each threshold, with re-crossings."""
+class Summaries(Stage):
+    """The model-free summaries: they lead summary.csv, the console summary and the comparison."""
 
-    name = "bands"
-    description = "first crossing of each similarity threshold by the profile, and re-crossings"
-    tables = (BANDS,)
-    summary = (BAND_WIDTH,)
-    uses = frozenset({"bands"})
+    name = "summaries"
+    description = ("model-free summaries of the profile (band widths, e-folding distance, zero crossing, first "
+                   "minimum and its depth, integral scale), each with its status and conditioning")
+    tables = (SUMMARIES,)
+    summary = (
+        BAND_WIDTH, *SUMMARY_COLUMNS,
+        Column("first_minimum_similarity", "float", "cosine similarity", "the mean profile at first_minimum"),
+        Column("first_minimum_depth", "float", "cosine similarity",
+               "how far the profile rises back after first_minimum (to its highest point before falling below it "
+               "again, or up to max_distance)"),
+        Column("summary_notes", "str", "", "every summary that is not a number, with its status and reason, and "
+               "every ill-conditioned one ('; '-separated; empty: all are numbers, well conditioned)"),
+    )
+    uses = frozenset({"profile"})
 
     thresholds: tuple[float, ...] = setting(DEFAULT_THRESHOLDS, ListOf(Real(minimum=-1, maximum=1), distinct=True),
                                             "band-width thresholds (cosine similarity levels)")
+    min_rise: float = setting(MIN_RISE, Real(minimum=0, open_min=True),
+                              "rise after a trough that makes it the first minimum, and tolerance of the flat / "
+                              "rising / no-decay tests of a profile (cosine similarity)")
+    min_rise_se: float = setting(MIN_RISE_SE, Real(minimum=0),
+                                 "... and in standard errors of the two means, max(std, pooled std) / sqrt(n_pairs) "
+                                 "(neighbouring distances share positions, so noise reaches many of them; 25 as "
+                                 "the envelope's oscillation test)")
 
     def compute(self, ctx: RunContext) -> Output:
-        frame = ctx.bands.to_frame()
-        return Output(summary={BAND_WIDTH.member(t): w for t, w in zip(frame["threshold"], frame["width"])},
-                      tables={"bands": frame})
+        s = ctx.summaries
+        summary = {name: (s.values[j] if np.isfinite(s.values[j]) else None)
+                   if name != "integral_scale" else s.values[j] for j, name in enumerate(s.names)}
+        summary |= {"first_minimum_similarity": s.first_minimum_similarity,
+                    "first_minimum_depth": s.first_minimum_depth, "summary_notes": s.notes()}
+        return Output(summary=summary, tables={"summaries": s.to_frame()})
+
+
+def profile_standard_errors(profile) -> np.ndarray | None:
+    """Standard errors of the profile's means, max(std, pooled std) / sqrt(n_pairs); None when exact (std 0)."""
+    ok = np.isfinite(profile.mean_similarity) & (profile.n_pairs > 0)
+    n, std = profile.n_pairs[ok].astype(float), profile.std_similarity[ok]
+    if not n.size or not np.any(std > 0):
+        return None
+    pooled = np.sqrt(np.sum(n * std**2) / np.sum(n))  # a std from a few pairs is no measure of noise
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.maximum(profile.std_similarity, pooled) / np.sqrt(profile.n_pairs)
+
+
+def run_summaries(profile, options):
+    """The summaries of one run's profile with the study's settings (RunContext.summaries)."""
+    return profile_summaries(profile.distance, profile.mean_similarity, thresholds=options.thresholds,
+                             se=profile_standard_errors(profile), min_rise=options.min_rise,
+                             min_rise_se=options.min_rise_se)

@@ -208,6 +208,8 @@ class RunContext:
         Decay models fitted to the profile from ``fit_min_distance`` on.
     envelope_fits : DecayFits or None
         Fitted to the upper envelope when the profile oscillates.
+    summaries : poslab.analysis.summaries.ProfileSummaries
+        The model-free summaries of the profile (stage ``summaries``).
     bands : poslab.analysis.BandMetrics
     bootstrap : poslab.analysis.bootstrap.BootstrapResult or None
         The anchor-block bootstrap (None when ``n_resamples`` is 0).
@@ -304,6 +306,12 @@ class RunContext:
         if not oscillates(y, se=fit_weights(n, s), min_depth=o.oscillation_min_depth, min_se=o.oscillation_min_se):
             return None
         return fit_decay(d, y, n_pairs=n, std=s, models=o.models, target="envelope", min_aic_gain=o.min_aic_gain)
+
+    @functools.cached_property
+    def summaries(self):
+        from .bands import run_summaries
+
+        return run_summaries(self.profile, self.options)
 
     @functools.cached_property
     def bands(self):

@@ -6,23 +6,31 @@ from .schema import Column, Table
 
 __all__ = ["COMPARISON", "COMPARISON_PAIRS"]
 
-_DECAY_LENGTH = "decay length of the label (positions): its one run's, or the fit of its seeds' pooled profile"
-
 COMPARISON = Table(
-    "comparison", "label",
-    "The encodings ranked by decay length, with their intervals.",
+    "comparison", "label × summary",
+    "Each label's model-free summaries (and its decay length), ranked among the labels analysed over the same "
+    "window, with their intervals.",
     (
-        Column("rank", "Int64", "", "1 = longest decay length among the labels analysed over the same window "
-               "on the same kernel scale (labels of different windows or scales are never ranked against each "
-               "other; empty: no decay length)"),
+        Column("summary", "str", "", "band_width_<t>, e_folding_distance, zero_crossing, first_minimum, "
+               "integral_scale (summary.csv's columns), or decay_length (the selected fit's; not ranked)",
+               required=True),
+        Column("rank", "Int64", "", "1 = the largest value (similarity reaching farthest) among the labels analysed "
+               "up to the same max_distance on the same kernel scale; a summary not reached within the window ranks "
+               "first (it is larger); empty: no value (degenerate profile, undefined) and for decay_length"),
         Column("n_runs", "int", "", "successful runs of the label (seeds)"),
         Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
         Column("kernel", "str", "", "the scale of its profile (summary.csv kernel): cosine or attention_prior"),
-        Column("selected_model", "str", "", "selected decay model, or none"),
-        Column("decay_length", "float", "positions", _DECAY_LENGTH, interval=True),
-        Column("fit_se", "float", "positions", "delta-method standard error of the selected fit's decay length"),
+        Column("value", "float", "positions", "the summary of the label: its one run's, or that of its seeds' "
+               "pooled profile", interval=True),
+        Column("status", "str", "", "ok, not_reached (within max_distance), undefined, or the profile's degenerate "
+               "status (too_few_points, flat, rising, no_decay); for decay_length: ok or none"),
+        Column("window_dependent", "str", "", "yes: the summary moves with the window (window_sensitivity.csv: "
+               "more than 5 % between a quarter, half and all of the window, for a label with seeds in any of them); "
+               "no; empty for decay_length (not measured at the smaller windows)"),
+        Column("selected_model", "str", "", "decay_length rows: the selected decay model, or none"),
+        Column("fit_se", "float", "positions", "decay_length rows: delta-method standard error of the fit"),
         Column("ci_method", "str", "", "seed (seeds resampled), anchor_block (the run's bootstrap), exact (no "
-               "sampling variability: the interval is left empty, see summary.csv) or none"),
+               "sampling variability: the interval is left empty) or none"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("n_resamples", "Int64", "", "bootstrap resamples"),
     ),
@@ -30,27 +38,31 @@ COMPARISON = Table(
 )
 
 COMPARISON_PAIRS = Table(
-    "comparison_pairs", "pair of labels",
-    "Whether the difference of two decay lengths exceeds its uncertainty (sampling and fit).",
+    "comparison_pairs", "pair of labels × summary",
+    "Whether one label's model-free summary exceeds another's beyond their uncertainty, at every window both were "
+    "analysed over, with the same sign.",
     (
         Column("other_label", "str", "", "the label compared with"),
         Column("other_kind", "str", "", "its kind"),
-        Column("decay_length", "float", "positions", "decay length of label"),
-        Column("other_decay_length", "float", "positions", "decay length of other_label"),
-        Column("difference", "float", "positions", "decay_length - other_decay_length; its bootstrap interval pairs "
-               "the replicates by index (empty when both labels are exact: no sampling variability, no interval)",
-               interval=True),
-        Column("fit_difference_ci_low", "float", "positions", "fit (Wald) interval of the difference, low end"),
-        Column("fit_difference_ci_high", "float", "positions", "fit (Wald) interval of the difference, high end"),
+        Column("summary", "str", "", "the summary compared (summary.csv's column name)", required=True),
+        Column("window", "Int64", "positions", "the largest common window (max_distance) the verdict's interval is "
+               "judged at"),
+        Column("windows", "str", "positions", "every common window compared (';'-separated max_distances: a quarter, "
+               "half and all of each label's window, window_sensitivity.csv)"),
+        Column("value", "float", "positions", "label's summary at window (empty: not a number there)"),
+        Column("other_value", "float", "positions", "other_label's summary at window"),
+        Column("difference", "float", "positions", "value - other_value; its bootstrap interval pairs the two labels' "
+               "replicates by index (empty unless both are bootstrapped at window)", interval=True),
         Column("ci_level", "float", "", "level of the intervals"),
-        Column("exceeds_uncertainty", "bool", "", "both intervals exclude 0 (both labels exact: the fit interval)"),
-        Column("verdict", "str", "", "not comparable (a label has no decay length: the difference is not defined), "
-               "different kernels (on different scales: cosine similarity vs an attention prior), "
-               "different windows (both have one, analysed over different windows: not compared, a decay length "
-               "depends on the window), not comparable (an interval of the difference is missing; both labels exact "
-               "need only the fit interval), else longer, shorter or not distinguishable; checked in this order"),
-        Column("reason", "str", "", "why the verdict, e.g. 'random has no decay length (no decay model accepted: "
-               "flat for every model)' or which interval of the difference includes 0"),
+        Column("exceeds_uncertainty", "bool", "", "the verdict is longer or shorter"),
+        Column("verdict", "str", "", "longer / shorter (the difference exceeds its uncertainty wherever an interval "
+               "is known and keeps its sign at every common window); window-dependent (its sign changes between "
+               "common windows, or it exceeds its uncertainty at one and not at another); not distinguishable; not "
+               "comparable (a label's summary is no number at a common window, or no common window); different "
+               "kernels (one is a cosine similarity, the other a bias's attention prior: levels of different "
+               "quantities); checked in the order: different kernels, not comparable, window-dependent, longer / "
+               "shorter, not distinguishable"),
+        Column("reason", "str", "", "why the verdict, with the values at each window"),
     ),
     keys="short",
 )

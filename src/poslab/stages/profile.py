@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import Boolean, Choice, Real
+from .._validation import Boolean, Choice
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
@@ -63,42 +63,3 @@ class Profile(Stage):
         frame["mean_similarity_ci_low"], frame["mean_similarity_ci_high"] = low, high
         return Output(summary={"excluded_positions": ";".join(map(str, profile.excluded_positions))},
                       tables={"profiles": frame})
-
-
-@register_stage
-@dataclasses.dataclass(frozen=True)
-class FirstMinimum(Stage):
-    """The first trough of the profile: its lowest point before the profile first rises back by more than both
-    ``min_rise`` and ``min_rise_se`` standard errors of the two means (so a noisy tail is no minimum)."""
-
-    name = "first_minimum"
-    description = "distance of the first local minimum of the profile (a trough it rises back from, beyond noise)"
-    summary = (
-        Column("first_minimum", "Int64", "positions", "first local minimum of the mean profile: its lowest point "
-               "before it first rises back by min_rise and min_rise_se standard errors", beyond_window=True),
-        Column("first_minimum_similarity", "float", "cosine similarity", "the mean profile at first_minimum"),
-    )
-    uses = frozenset({"profile"})
-
-    min_rise: float = setting(0.05, Real(minimum=0, open_min=True),
-                              "rise after a trough that makes it the first minimum (cosine similarity)")
-    min_rise_se: float = setting(25.0, Real(minimum=0),
-                                 "... and in standard errors of the two means, max(std, pooled std) / sqrt(n_pairs) "
-                                 "(neighbouring distances share positions, so noise reaches many of them; 25 as "
-                                 "the envelope's oscillation test)")
-
-    def compute(self, ctx: RunContext) -> Output:
-        p = ctx.profile
-        ok = np.isfinite(p.mean_similarity) & (p.n_pairs > 0)  # distances without a valid pair are skipped
-        d, y = p.distance[ok], p.mean_similarity[ok]
-        n, std = p.n_pairs[ok], p.std_similarity[ok]
-        pooled = np.sqrt(np.sum(n * std**2) / np.sum(n))  # a std from a few pairs is no measure of noise
-        se = np.maximum(std, pooled) / np.sqrt(n)
-        low = np.minimum.accumulate(y)
-        trough = np.maximum.accumulate(np.where(y == low, np.arange(y.size), 0))  # where the running minimum is
-        rise = y - low
-        risen = np.flatnonzero((rise >= self.min_rise) & (rise >= self.min_rise_se * np.hypot(se, se[trough])))
-        if not risen.size:  # never rises back within the window
-            return Output(summary={"first_minimum": None, "first_minimum_similarity": np.nan})
-        k = trough[risen[0]]
-        return Output(summary={"first_minimum": int(d[k]), "first_minimum_similarity": float(y[k])})

@@ -1,44 +1,53 @@
-"""Compare encodings across a study: decay lengths ranked with intervals, and which
-differences exceed the uncertainty.
+"""Compare encodings across a study by their model-free summaries: ranked, with intervals, and which
+differences hold at every window.
 
-Built from the result tables alone (``summary``, ``profiles``, ``bootstrap``),
-so it can be recomputed from a results folder.
+Built from the result tables alone (``summary``, ``summaries``,
+``window_sensitivity``, ``profiles``, ``bootstrap``, ``decay_metrics``), so it
+can be recomputed from a results folder.
 
-Per encoding label, the interval comes from
+Per label, each summary (:mod:`poslab.analysis.summaries`) and its interval come from
 
 * **seeds** when the label has several successful runs with different seeds
-  (a stochastic encoding): the profiles of the seeds are pooled (weighted by
-  pair counts) and fitted, and seeds are resampled with replacement
-  (:func:`poslab.analysis.bootstrap.bootstrap_units`); the selected model is
-  refitted on every resample;
-* **anchor blocks** otherwise: the run's own bootstrap replicates
-  (``bootstrap.csv``, written by the runner).
+  (a stochastic encoding): the seeds' profiles are pooled (weighted by pair
+  counts) and summarised, and seeds are resampled with replacement
+  (:func:`poslab.analysis.bootstrap.resample_units`), each resampled pooled
+  profile summarised again (:func:`poslab.analysis.summaries.summaries_many`);
+  percentile intervals;
+* **the run** otherwise: its ``summary.csv`` value and interval (the
+  anchor-block bootstrap's), or no interval when the run is exact
+  (``ci_method = exact``: no sampling variability).
 
-Differences. For two labels A and B the difference L_A − L_B must exceed
-two uncertainties:
+The label's decay length (the selected fit's; the seeds' pooled fit) is
+listed too, as a ``decay_length`` row of ``comparison.csv`` with its
+interval and fit standard error, but not ranked or compared: for a profile
+without a scale it measures the window (README).
 
-* **sampling** (positions or seeds): the bootstrap distribution of L_A − L_B
-  pairs the r-th replicate of A with the r-th of B (their resamples are
-  independent, so this is a draw from the joint distribution); its
-  percentile interval at the study's level must exclude 0. This is
-  preferred to asking whether the two intervals overlap: non-overlap of two
-  95 % intervals is a test at about the 0.6 % level for equal standard
-  errors, far more conservative than intended (Schenker & Gentleman 2001,
-  *The American Statistician* 55(3):182–186);
-* **fit**: the Wald interval (L_A − L_B) ± z · sqrt(se_A² + se_B²), with
-  se the delta-method standard error of each selected fit
-  (``decay_length_se`` in ``decay_metrics.csv``), must exclude 0 too. A
-  deterministic, exactly translation-invariant table (sinusoidal, RoPE) has
-  no sampling uncertainty at all (a zero-width bootstrap interval), but its
-  decay length still describes a curve that misfits the profile; without
-  this check two such encodings would always "differ".
+**Verdicts** (:func:`summary_verdict`). Two labels are compared at every
+*common window*: each run's summaries are also measured at a quarter and half
+of its window (``window_sensitivity.csv``), so runs analysed over different
+windows (a 256-position table against 1024-position ones) meet at the
+windows they share instead of being refused. At each common window the
+difference has a sign (a summary ``not_reached`` lies beyond the window,
+so it is the larger) and, where both labels have an interval there, an
+uncertainty:
 
-When both labels are exact (``ci_method = exact``: no sampling variability on
-either side) the paired replicates are constant and their "interval" would
-have zero width: it is left empty, and the verdict rests on the fit interval
-alone (``reason`` says so).
+* an exact label (``ci_method = exact``) has none at any window, except an
+  ill-conditioned crossing, which is uncertain by the range a ±0.02 change
+  of its level moves it over (``crossing_low`` .. ``crossing_high``);
+* an estimated label has its interval at its own window only (the bootstrap
+  runs there);
+* two estimated labels at their own window: the percentile interval of the
+  paired replicates' differences when ``bootstrap.csv`` holds that summary's
+  replicates (paired by index: the resamples are independent, so this draws
+  from the joint distribution; Schenker & Gentleman 2001 on why this beats
+  asking whether two intervals overlap), else whether the two intervals are
+  disjoint (conservative).
 
-``exceeds_uncertainty`` is True only when every interval of the difference excludes 0.
+The difference counts (``longer`` / ``shorter``) only if it exceeds its
+uncertainty at every common window where the uncertainty is known (at
+least one) and keeps its sign at every common window; a sign that changes, or
+a difference that exceeds its uncertainty at one window and not at another,
+is ``window-dependent``.
 """
 
 from __future__ import annotations
@@ -50,18 +59,20 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..analysis import fit_decay
 from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_RESAMPLES,
-                                  bootstrap_units, min_replicates, percentile_interval)
+                                  bootstrap_units, min_replicates, percentile_interval, resample_units)
 from ..analysis.decay import MIN_AIC_GAIN
+from ..analysis.summaries import STATUSES, profile_summaries, summaries_many, summary_names
 from .spec import StudyWarning
 
-__all__ = ["compare_runs", "pair_verdict", "seed_bootstrap"]
+__all__ = ["compare_runs", "summary_verdict", "seed_bootstrap"]
+
+_INTEGER = ("integral_scale",)  # the summaries that are not integer distances
 
 
-def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5, 0.0),
+def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5),
                    n_resamples: int = N_RESAMPLES, level: float = BOOTSTRAP_LEVEL, seed: int = BOOTSTRAP_SEED,
                    min_aic_gain: float = MIN_AIC_GAIN, max_failed_fraction: float = MAX_FAILED_FRACTION):
     """Pooled fit and seed-bootstrap replicates of one label's runs.
@@ -97,6 +108,17 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
     ValueError
         Fewer than 2 seeds, or seeds with different distances.
     """
+    distance, pooled, pooled_std, sums, counts = _pool_seeds(profiles)
+    use = distance >= fit_min_distance
+    fits = fit_decay(distance[use], pooled[use], n_pairs=counts.sum(0)[use], std=pooled_std[use], models=models,
+                     min_aic_gain=min_aic_gain)
+    result = bootstrap_units(distance, sums, counts, n_resamples, np.random.default_rng(seed), fits=fits,
+                             thresholds=thresholds, level=level, method="seed", max_failed_fraction=max_failed_fraction)
+    return fits, result, distance, pooled
+
+
+def _pool_seeds(profiles: pd.DataFrame):
+    """distance, pooled mean, pooled per-pair std, and the seeds' sums and counts (seeds × distances)."""
     seeds = sorted(pd.unique(profiles["seed"].dropna()))
     if len(seeds) < 2:
         raise ValueError(f"the seed bootstrap needs at least 2 seeds, got {seeds}")
@@ -113,12 +135,7 @@ def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1,
         pooled = sums.sum(0) / counts.sum(0)
         # pooled per-pair std: within-seed plus between-seed spread
         pooled_std = np.sqrt(np.where(ok, n * (std**2 + (mean - pooled) ** 2), 0.0).sum(0) / counts.sum(0))
-    use = distance >= fit_min_distance
-    fits = fit_decay(distance[use], pooled[use], n_pairs=counts.sum(0)[use], std=pooled_std[use], models=models,
-                     min_aic_gain=min_aic_gain)
-    result = bootstrap_units(distance, sums, counts, n_resamples, np.random.default_rng(seed), fits=fits,
-                             thresholds=thresholds, level=level, method="seed", max_failed_fraction=max_failed_fraction)
-    return fits, result, distance, pooled
+    return distance, pooled, pooled_std, sums, counts
 
 
 def _by_label(frame) -> dict:
@@ -128,11 +145,15 @@ def _by_label(frame) -> dict:
     return dict(tuple(frame.groupby("label", sort=False)))
 
 
-def _run_fits(metrics, label, seed) -> pd.DataFrame:
+def _of_seed(frame: pd.DataFrame, seed) -> pd.DataFrame:
+    return frame[(frame["seed"] == seed) if pd.notna(seed) else frame["seed"].isna()]
+
+
+def _run_fits(metrics, seed) -> pd.DataFrame:
     """The profile fits of one run in ``decay_metrics`` (no rows when absent)."""
-    if metrics is None or not len(metrics) or "label" not in metrics:
+    if metrics is None or not len(metrics):
         return pd.DataFrame(columns=["model", "status", "selected", "decay_length_se"])
-    mine = metrics[(metrics["label"] == label) & ((metrics["seed"] == seed) if pd.notna(seed) else metrics["seed"].isna())]
+    mine = _of_seed(metrics, seed)
     return mine[mine["target"] == "profile"] if "target" in mine else mine
 
 
@@ -144,235 +165,279 @@ def _fit_se(fits: pd.DataFrame) -> float:
     return float(chosen["decay_length_se"].iloc[0]) if len(chosen) else math.nan
 
 
-def _why_no_decay_length(statuses) -> str:
-    """Why a label has no decay length, from the statuses of its decay fits ("flat for every model", ...)."""
-    statuses = [str(s) for s in statuses if isinstance(s, str) and s]
-    if not statuses:
-        return "no decay model was fitted"
-    counts = pd.Series(statuses).value_counts(sort=False)
-    if len(counts) == 1:
-        return f"no decay model accepted: {counts.index[0]} for every model"
-    return "no decay model accepted: " + ", ".join(f"{status} ({n} models)" if n > 1 else status
-                                                   for status, n in counts.items())
-
-
-def pair_verdict(a: dict, b: dict, *, difference_ci, fit_difference_ci) -> tuple[str, str]:
-    """The verdict on ``a["decay_length"] - b["decay_length"]`` and its reason, checked in this order.
-
-    1. ``not comparable``: a label has no decay length (the reason is ``why``,
-       e.g. "flat for every model", or ``out_of_range``: not reached within
-       the fitted distances); the difference is not defined.
-    2. ``different kernels``: both have one, on different scales
-       (``kernel``: cosine similarity vs a bias's attention prior,
-       :mod:`poslab.encodings.kernel`). ``different windows``: both have one,
-       but were analysed up to a different ``max_distance``; a decay length
-       depends on the window.
-    3. ``not comparable``: an interval of the difference is missing (no
-       bootstrap, too few seeds, refits failed, no fit standard error). Both
-       labels exact (``ci_method``): there is no sampling variability, so no
-       bootstrap interval is needed (``difference_ci`` is ignored).
-    4. ``longer`` / ``shorter``: the bootstrap and the fit interval of the
-       difference both lie above / below 0 (both exact: the fit interval
-       alone); else ``not distinguishable``.
-
-    Parameters
-    ----------
-    a, b : dict
-        Rows of ``comparison``: ``label``, ``decay_length``, ``max_distance``,
-        ``fit_se``, ``ci_method``; ``why`` (text: why there is no decay length) and
-        ``no_interval`` (text: why no replicates are there, or empty).
-    difference_ci, fit_difference_ci : (float, float)
-        Bootstrap (paired replicates) and fit (Wald) interval of the difference (positions; NaN: none).
-
-    Returns
-    -------
-    (verdict, reason) : (str, str)
-    """
-    missing = [f"{r['label']} has no decay length ({r.get('why') or 'no decay model selected'})"
-               for r in (a, b) if not np.isfinite(r["decay_length"])]
-    if missing:
-        return "not comparable", "; ".join(missing)
-    if a.get("kernel", "cosine") != b.get("kernel", "cosine"):
-        return "different kernels", (f"{a['label']} is measured as {a.get('kernel')}, {b['label']} as {b.get('kernel')}"
-                                     ": decay lengths on different scales are not ranked (compare the distances "
-                                     "below 1/e and 1/2 instead)")
-    if a["max_distance"] != b["max_distance"]:
-        return "different windows", (f"analysed up to distance {a['max_distance']} and {b['max_distance']}: a decay "
-                                     "length depends on the window, compare band widths instead")
-    low, high = difference_ci
-    fit_low, fit_high = fit_difference_ci
-    if _both_exact(a, b):
-        if not (np.isfinite(fit_low) and np.isfinite(fit_high)):
-            gaps = [r["label"] for r in (a, b) if not np.isfinite(r["fit_se"])]
-            return "not comparable", f"both are exact (no sampling variability) and there is no fit interval of " \
-                                     f"the difference (no standard error of the decay length of " \
-                                     f"{' and '.join(gaps) or 'either label'})"
-        exact = "both are exact (no sampling variability, no bootstrap interval): the fit interval of the difference"
-        if fit_low > 0:
-            return "longer", f"{exact} lies above 0"
-        if fit_high < 0:
-            return "shorter", f"{exact} lies below 0"
-        return "not distinguishable", f"{exact} includes 0"
-    if not (np.isfinite(low) and np.isfinite(high)):
-        gaps = [f"{r['label']}: {r['no_interval']}" for r in (a, b) if r.get("no_interval")]
-        return "not comparable", "no bootstrap interval of the difference (" + (
-            "; ".join(gaps) if gaps else "the paired replicates have no finite percentile interval") + ")"
-    if not (np.isfinite(fit_low) and np.isfinite(fit_high)):
-        gaps = [r["label"] for r in (a, b) if not np.isfinite(r["fit_se"])]
-        return "not comparable", f"no fit interval of the difference (no standard error of the decay length of " \
-                                 f"{' and '.join(gaps) or 'either label'})"
-    if low > 0 and fit_low > 0:
-        return "longer", "the bootstrap and the fit interval of the difference both lie above 0"
-    if high < 0 and fit_high < 0:
-        return "shorter", "the bootstrap and the fit interval of the difference both lie below 0"
-    inside = [name for name, (lo, hi) in (("bootstrap", (low, high)), ("fit", (fit_low, fit_high))) if lo <= 0 <= hi]
-    if len(inside) == 2:
-        return "not distinguishable", "the bootstrap and the fit interval of the difference both include 0"
-    if inside:
-        return "not distinguishable", f"the {inside[0]} interval of the difference includes 0"
-    return "not distinguishable", "the bootstrap and the fit interval of the difference lie on opposite sides of 0"
-
-
-def _both_exact(a: dict, b: dict) -> bool:
-    """Both labels' runs are exactly translation invariant: no sampling variability on either side."""
-    return a.get("ci_method") == "exact" and b.get("ci_method") == "exact"
-
-
-def _notes(notes: pd.DataFrame, label: str) -> dict:
-    row = notes.loc[label]
-    return {k: (v if isinstance(v, str) else "") for k, v in row.items()}
-
-
 def _label_seed(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
 
+def _number(value) -> float:
+    return float(value) if value is not None and pd.notna(value) else math.nan
+
+
+def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEVEL) -> dict:
+    """The verdict on label ``a``'s summary ``name`` against ``b``'s, at every common window (module docstring).
+
+    Parameters
+    ----------
+    a, b : dict
+        Per label: ``label``; ``windows``: {max_distance: {summary: (value, status)}} (every window analysed,
+        the label's own included); ``max_distance`` (its own window); ``exact`` (bool: no sampling
+        variability); ``interval``: {summary: (low, high)} at its own window (NaN: none; high NaN with low
+        finite: beyond the window); ``conditioning``: {summary: (low, high)} of ill-conditioned crossings;
+        ``replicates``: {summary: ndarray} at its own window (optional).
+    name : str
+        The summary.
+    level : float
+        Level of the interval of paired replicate differences.
+
+    Returns
+    -------
+    dict
+        ``window``, ``windows``, ``value``, ``other_value``, ``difference``, ``difference_ci_low`` /
+        ``_ci_high``, ``exceeds_uncertainty``, ``verdict``, ``reason``.
+    """
+    common = sorted(set(a["windows"]) & set(b["windows"]))
+    out = {"window": max(common) if common else pd.NA, "windows": ";".join(map(str, common)),
+           "value": math.nan, "other_value": math.nan, "difference": math.nan, "difference_ci_low": math.nan,
+           "difference_ci_high": math.nan, "exceeds_uncertainty": False}
+    if a.get("kernel", "cosine") != b.get("kernel", "cosine"):
+        return out | {"verdict": "different kernels", "reason": (
+            f"{a['label']} is measured as {a.get('kernel', 'cosine')}, {b['label']} as {b.get('kernel', 'cosine')}: "
+            "a level of one is not a level of the other, so their summaries are not compared")}
+    if not common:
+        return out | {"verdict": "not comparable", "reason": (
+            f"no common window: {a['label']} was analysed up to {sorted(a['windows'])} and {b['label']} up to "
+            f"{sorted(b['windows'])}")}
+    signs, exceeds, shown = {}, {}, []
+    for w in common:
+        (va, sa), (vb, sb) = a["windows"][w].get(name, (math.nan, "undefined")), \
+            b["windows"][w].get(name, (math.nan, "undefined"))
+        bad = [f"{r['label']} is {s} at window {w}" for r, s in ((a, sa), (b, sb))
+               if s not in ("ok", "not_reached")]
+        if bad:
+            reason = "; ".join(bad) + ": the summary is no number there"
+            return out | {"verdict": "not comparable", "reason": reason}
+        shown.append(f"{w}: {_show(va, sa, w)} vs {_show(vb, sb, w)}")
+        if w == max(common):
+            out |= {"value": va, "other_value": vb, "difference": va - vb}
+        if sa == sb == "not_reached":
+            signs[w] = None
+            continue
+        signs[w] = 1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))
+        ia, ib = _interval_at(a, name, w, va, sa), _interval_at(b, name, w, vb, sb)
+        if ia is None or ib is None:
+            exceeds[w] = None
+            continue
+        reps_a, reps_b = a.get("replicates", {}).get(name), b.get("replicates", {}).get(name)
+        if (w == a["max_distance"] == b["max_distance"] and not (a["exact"] or b["exact"]) and reps_a is not None
+                and reps_b is not None and min(reps_a.size, reps_b.size)):
+            m = min(reps_a.size, reps_b.size)
+            low, high = percentile_interval(reps_a[:m] - reps_b[:m], level)
+            out |= {"difference_ci_low": low, "difference_ci_high": high}
+            exceeds[w] = bool(low > 0 or high < 0) if np.isfinite(low) and np.isfinite(high) else None
+        else:
+            exceeds[w] = bool(ia[1] < ib[0] or ib[1] < ia[0])
+    values = "; ".join(shown)
+    known = {w: sg for w, sg in signs.items() if sg is not None}
+    if not known:
+        return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window ({values})"}
+    if len(set(known.values()) - {0}) > 1:
+        return out | {"verdict": "window-dependent", "reason": f"the sign of the difference changes with the window "
+                                                               f"({values})"}
+    judged = {w: e for w, e in exceeds.items() if e is not None}
+    if not judged:
+        missing = [f"{r['label']} has none at window {', '.join(map(str, gaps))}" for r in (a, b)
+                   if (gaps := [w for w in common if _interval_at(r, name, w, 0.0, "ok") is None])]
+        return out | {"verdict": "not comparable", "reason": "no interval of the difference at any common window: "
+                      + "; ".join(missing) + " (a sampled table has intervals at its own window only, from its "
+                      f"bootstrap) ({values})"}
+    yes = [w for w, e in judged.items() if e]
+    no = [w for w, e in judged.items() if not e]
+    if yes and no:
+        return out | {"verdict": "window-dependent", "reason": f"the difference exceeds its uncertainty at window(s) "
+                                                               f"{', '.join(map(str, yes))} but not at "
+                                                               f"{', '.join(map(str, no))} ({values})"}
+    if yes and 0 not in known.values():
+        unjudged = [w for w in known if w not in judged]
+        extra = f"; the same sign at {', '.join(map(str, unjudged))} (no interval there)" if unjudged else ""
+        longer = next(iter(set(known.values()))) > 0
+        return out | {"exceeds_uncertainty": True, "verdict": "longer" if longer else "shorter",
+                      "reason": f"exceeds its uncertainty at window(s) {', '.join(map(str, yes))}{extra} ({values})"}
+    if yes:  # exceeds where judged, but equal at another window
+        return out | {"verdict": "window-dependent", "reason": f"exceeds its uncertainty at window(s) "
+                                                               f"{', '.join(map(str, yes))} but the two are equal "
+                                                               f"at another ({values})"}
+    return out | {"verdict": "not distinguishable", "reason": f"within its uncertainty at window(s) "
+                                                              f"{', '.join(map(str, no))} ({values})"}
+
+
+def _show(value, status, window) -> str:
+    return f"> {window}" if status == "not_reached" else f"{value:g}"
+
+
+def _interval_at(label: dict, name: str, window: int, value: float, status: str):
+    """(low, high) of a label's summary at a window, or None when unknown there (module docstring)."""
+    if status == "not_reached":
+        low_high = (window + 1.0, math.inf)
+        if label["exact"] or window == label["max_distance"]:
+            return low_high
+        return None
+    if label["exact"]:
+        return label.get("conditioning", {}).get(name, (value, value))
+    if window != label["max_distance"]:
+        return None
+    low, high = label.get("interval", {}).get(name, (math.nan, math.nan))
+    if not np.isfinite(low):
+        return None
+    return low, high if np.isfinite(high) else math.inf
+
+
+def _window_rows(frame: pd.DataFrame | None) -> dict:
+    """{window: {summary: (value, status)}} from one run's (or one label's seeds') window_sensitivity rows."""
+    if frame is None or not len(frame):
+        return {}
+    out = {}
+    for (window, name), rows in frame.groupby(["window", "summary"], sort=False):
+        statuses = set(rows["status"])
+        if statuses == {"ok"}:
+            out.setdefault(int(window), {})[name] = (float(rows["value"].mean()), "ok")
+        else:  # seeds that disagree: the first status that is not ok stands
+            status = next(s for s in rows["status"] if s != "ok")
+            out.setdefault(int(window), {})[name] = (math.nan, status)
+    return out
+
+
 def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFrame]:
-    """The ``comparison`` and ``comparison_pairs`` tables of a study.
+    """The ``comparison`` and ``comparison_pairs`` tables of a study (module docstring).
 
     Parameters
     ----------
     tables : dict of DataFrame
-        The study's tables; uses ``summary``, ``profiles`` and ``bootstrap``.
+        The study's tables; uses ``summary``, ``summaries``, ``window_sensitivity``, ``profiles``,
+        ``bootstrap`` and ``decay_metrics``.
     spec : StudySpec
-        Gives the analysis options (models, fit_min_distance, thresholds).
+        Gives the analysis options (models, fit_min_distance, thresholds, min_rise).
 
     Returns
     -------
-    dict with ``comparison`` (one row per label: ``rank`` by decay length
-    among the labels analysed over the same window (``max_distance``),
-    1 = longest; labels of different windows are never ranked against each
-    other; ``n_runs``; ``selected_model``; ``decay_length`` and
-    ``decay_length_ci_low`` / ``_ci_high``; ``fit_se`` (delta-method
-    standard error of the selected fit); ``ci_method``, ``ci_level``,
-    ``n_resamples``) and ``comparison_pairs`` (one row per pair of labels:
-    ``label`` and ``other_label``, their decay lengths, ``difference``
-    = decay_length − other_decay_length with its bootstrap interval
-    ``difference_ci_low`` / ``_ci_high`` (empty when both labels are exact) and its fit interval
-    ``fit_difference_ci_low`` / ``_ci_high``, ``exceeds_uncertainty`` (both
-    intervals exclude 0; both exact: the fit interval), ``verdict`` and ``reason`` (:func:`pair_verdict`)).
-    Empty dict when no run succeeded.
+    dict with ``comparison`` (one row per label × summary) and ``comparison_pairs`` (one row per pair of
+    labels × summary); empty dict when no run succeeded.
     """
     summary = tables.get("summary", pd.DataFrame())
     if not len(summary) or "status" not in summary or not (summary["status"] == "ok").any():
         return {}
     options = spec.analysis
+    names = summary_names(options.thresholds)
     n_resamples, level = int(options.n_resamples), float(options.ci_level)
     ok = summary[summary["status"] == "ok"]
-    profiles, boot, metrics = (_by_label(tables.get(name)) for name in ("profiles", "bootstrap", "decay_metrics"))
-    rows, replicates = [], {}
+    profiles, boot, metrics, summaries, windows = (
+        _by_label(tables.get(name)) for name in ("profiles", "bootstrap", "decay_metrics", "summaries",
+                                                 "window_sensitivity"))
+    rows, labels = [], []
     for label, runs in ok.groupby("label", sort=False):
-        row = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
-               "max_distance": int(runs["max_distance"].max()),
-               "kernel": runs["kernel"].iloc[0] if "kernel" in runs else "cosine"}
+        base = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
+                "max_distance": int(runs["max_distance"].max())}
+        base["kernel"] = runs["kernel"].iloc[0] if "kernel" in runs and isinstance(runs["kernel"].iloc[0], str) \
+            else "cosine"
+        info = {"label": label, "max_distance": base["max_distance"], "kernel": base["kernel"], "interval": {},
+                "conditioning": {},
+                "replicates": {}, "windows": _window_rows(windows.get(label)), "exact": False}
         seeds = runs["seed"].dropna()
+        values, statuses = {}, {}
         if len(seeds) >= 2:
-            fits, result, _, _ = seed_bootstrap(
-                profiles[label], models=options.models,
-                fit_min_distance=options.fit_min_distance, thresholds=options.thresholds,
-                n_resamples=n_resamples, level=level, seed=_label_seed(label), min_aic_gain=options.min_aic_gain,
-                max_failed_fraction=options.max_failed_fraction)
-            best = fits.selected
-            # k seeds have only C(2k - 1, k) distinct resamples (3 for 2 seeds, 10 for 3): too few for an
-            # interval at this level leaves it empty (with a warning), never a confident-looking one
+            fits, result, distance, pooled = seed_bootstrap(
+                profiles[label], models=options.models, fit_min_distance=options.fit_min_distance,
+                thresholds=options.thresholds, n_resamples=n_resamples, level=level, seed=_label_seed(label),
+                min_aic_gain=options.min_aic_gain, max_failed_fraction=options.max_failed_fraction)
             enough = math.comb(2 * len(seeds) - 1, len(seeds)) >= min_replicates(level)
-            row |= {"selected_model": best.model if best else "none",
-                    "decay_length": best.decay_length if best else math.nan,
-                    "why": _why_no_decay_length(f.status for f in fits.fits),
-                    "fit_se": best.decay_length_se if best else math.nan,
-                    "decay_length_ci_low": result.decay_length_ci[0] if enough else math.nan,
-                    "decay_length_ci_high": result.decay_length_ci[1] if enough else math.nan,
-                    "ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
-            if not n_resamples:
-                row["no_interval"] = "no bootstrap (n_resamples = 0)"
-            elif not enough:
-                row["no_interval"] = f"{len(seeds)} seeds are too few for an interval across seeds"
-            elif best is not None and not np.isfinite(result.decay_length_ci).all():
-                row["no_interval"] = "too many of its bootstrap refits failed"
-            if enough:
-                replicates[label] = result.decay_lengths
-            elif best is not None and n_resamples:  # an interval was left empty: say so where it happens
+            s = profile_summaries(distance, pooled, thresholds=options.thresholds, min_rise=options.min_rise,
+                                  min_rise_se=options.min_rise_se)
+            values = dict(zip(s.names, s.values))
+            statuses = dict(zip(s.names, s.status))
+            if enough and n_resamples:
+                _, _, _, sums, counts = _pool_seeds(profiles[label])
+                means, _ = resample_units(sums, counts, n_resamples, np.random.default_rng(_label_seed(label)))
+                reps = summaries_many(distance, means, thresholds=options.thresholds, min_rise=options.min_rise,
+                                      min_rise_se=options.min_rise_se)
+                for j, name in enumerate(reps.names):
+                    info["replicates"][name] = reps.values[:, j]
+                    if statuses[name] == "ok":
+                        info["interval"][name] = percentile_interval(reps.values[:, j], level,
+                                                                     integer=name not in _INTEGER)
+            elif n_resamples and "ok" in statuses.values():
                 need = next(n for n in itertools.count(len(seeds)) if math.comb(2 * n - 1, n) >= min_replicates(level))
                 warnings.warn(f"{label}: {len(seeds)} seeds have only {math.comb(2 * len(seeds) - 1, len(seeds))} "
                               f"distinct seed resamples, too few for an interval across seeds at ci_level = "
-                              f"{level!r}; comparison.csv leaves its decay-length interval empty (each run's own "
-                              f"interval in summary.csv stands). Use at least {need} seeds", StudyWarning, stacklevel=2)
+                              f"{level!r}; comparison.csv leaves its intervals empty (each run's own intervals in "
+                              f"summary.csv stand). Use at least {need} seeds", StudyWarning, stacklevel=2)
+            best = fits.selected
+            decay = {"value": best.decay_length if best else math.nan, "status": "ok" if best else "none",
+                     "selected_model": best.model if best else "none",
+                     "fit_se": best.decay_length_se if best else math.nan,
+                     "value_ci_low": result.decay_length_ci[0] if enough and n_resamples else math.nan,
+                     "value_ci_high": result.decay_length_ci[1] if enough and n_resamples else math.nan}
+            method = {"ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
         else:
             run = runs.iloc[0]
-            fits = _run_fits(metrics.get(label), label, run["seed"])
-            row |= {"selected_model": run.get("selected_model") or "none", "decay_length": run.get("decay_length"),
-                    "fit_se": _fit_se(fits), "why": _why_no_decay_length(fits["status"]),
-                    "decay_length_ci_low": run.get("decay_length_ci_low", math.nan),
-                    "decay_length_ci_high": run.get("decay_length_ci_high", math.nan),
-                    "ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
-                    "n_resamples": run.get("n_resamples", 0)}
+            info["exact"] = run.get("ci_method") == "exact"
+            mine = summaries.get(label)
+            mine = _of_seed(mine, run["seed"]) if mine is not None else None
+            for name in names:
+                values[name] = _number(run.get(name))
+                statuses[name] = "ok" if np.isfinite(values[name]) else "undefined"
+                info["interval"][name] = (_number(run.get(name + "_ci_low")), _number(run.get(name + "_ci_high")))
+            if mine is not None and len(mine):
+                for r in mine.itertuples(index=False):
+                    statuses[r.summary] = r.status
+                    if bool(r.ill_conditioned) and np.isfinite(r.crossing_low) and np.isfinite(r.crossing_high):
+                        info["conditioning"][r.summary] = (math.ceil(r.crossing_low), math.ceil(r.crossing_high))
             if label in boot:
-                mine = boot[label]
-                mine = mine[(mine["seed"] == run["seed"]) if pd.notna(run["seed"]) else mine["seed"].isna()]
-                replicates[label] = mine.sort_values("resample")["decay_length"].to_numpy(dtype=float)
-            if not int(row["n_resamples"] if pd.notna(row["n_resamples"]) else 0):
-                row["no_interval"] = "no bootstrap (n_resamples = 0)"
-            elif label in replicates and np.isnan(replicates[label]).sum() > options.max_failed_fraction * \
-                    replicates[label].size:
-                row["no_interval"] = "too many of its bootstrap refits failed"
-        rows.append(row)
+                reps = _of_seed(boot[label], run["seed"]).sort_values("resample")
+                info["replicates"] = {name: reps[name].to_numpy(dtype=float) for name in names if name in reps}
+            fits = _run_fits(metrics.get(label), run["seed"])
+            decay = {"value": _number(run.get("decay_length")),
+                     "selected_model": run.get("selected_model") or "none", "fit_se": _fit_se(fits),
+                     "value_ci_low": _number(run.get("decay_length_ci_low")),
+                     "value_ci_high": _number(run.get("decay_length_ci_high"))}
+            decay["status"] = "ok" if np.isfinite(decay["value"]) else "none"
+            method = {"ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
+                      "n_resamples": run.get("n_resamples", 0)}
+        own = info["windows"].setdefault(info["max_distance"], {})
+        for name in names:
+            own.setdefault(name, (values[name], statuses[name]))
+        dependent = set(str(runs.get("window_dependent", pd.Series([""])).fillna("").str.cat(sep=";")).split(";"))
+        for name in names:
+            low, high = info["interval"].get(name, (math.nan, math.nan))
+            rows.append(base | method | {"summary": name, "selected_model": "", "fit_se": math.nan, "value": values[name], "value_ci_low": low,
+                                         "value_ci_high": high, "status": statuses[name],
+                                         "window_dependent": "yes" if name in dependent else "no"})
+        rows.append(base | method | decay | {"summary": "decay_length", "window_dependent": ""})
+        labels.append(info)
     comparison = pd.DataFrame(rows)
-    notes = comparison.reindex(columns=["label", "why", "no_interval"]).set_index("label")  # for the verdicts only
-    comparison = comparison.drop(columns=["why", "no_interval"], errors="ignore")
-    comparison["decay_length"] = comparison["decay_length"].astype(float)
-    # decay lengths depend on the analysed window (README): labels are ranked only against those analysed over
-    # the same one (rank 1 = longest within its max_distance), the longest window first
-    # ... and on the same kernel scale (cosine similarity, or a bias's attention prior)
-    order = comparison.groupby(["max_distance", "kernel"])["decay_length"].rank(ascending=False, method="min")
-    comparison.insert(4, "rank", order.astype("Int64"))
-    comparison = comparison.sort_values(["max_distance", "kernel", "rank", "label"],
-                                        ascending=[False, False, True, True], na_position="last",
-                                        kind="stable").reset_index(drop=True)
+    ranked = comparison["summary"] != "decay_length"
+    key = np.where(comparison["status"] == "not_reached", np.inf, comparison["value"].astype(float))
+    key = pd.Series(np.where(comparison["status"].isin(["ok", "not_reached"]) & ranked, key, np.nan),
+                    index=comparison.index)
+    comparison.insert(5, "rank", key.groupby([comparison["summary"], comparison["max_distance"],
+                                              comparison["kernel"]]).rank(ascending=False, method="min")
+                      .astype("Int64"))
     comparison["seed"] = comparison["seed"].astype("Int64")
+    order = {name: i for i, name in enumerate((*names, "decay_length"))}
+    comparison = comparison.assign(_order=comparison["summary"].map(order)).sort_values(
+        ["_order", "max_distance", "kernel", "rank", "label"], ascending=[True, False, False, True, True],
+        na_position="last", kind="stable").drop(columns="_order").reset_index(drop=True)
     pairs = []
-    z = float(stats.norm.ppf((1 + level) / 2))
-    for a, b in itertools.combinations(comparison.to_dict("records"), 2):
-        ra, rb = replicates.get(a["label"]), replicates.get(b["label"])
-        diff = a["decay_length"] - b["decay_length"]
-        low = high = math.nan
-        # both exact: the paired replicates are constant, a zero-width "interval" that is none (left empty)
-        if np.isfinite(diff) and ra is not None and rb is not None and min(ra.size, rb.size) and not _both_exact(a, b):
-            m = min(ra.size, rb.size)
-            low, high = percentile_interval(ra[:m] - rb[:m], level)
-        half = z * math.hypot(a["fit_se"], b["fit_se"])
-        fit_low, fit_high = diff - half, diff + half
-        verdict, reason = pair_verdict({**a, **_notes(notes, a["label"])}, {**b, **_notes(notes, b["label"])},
-                                       difference_ci=(low, high), fit_difference_ci=(fit_low, fit_high))
-        exceeds = verdict in ("longer", "shorter")
-        pairs.append({"study": spec.name, "label": a["label"], "kind": a["kind"], "seed": pd.NA,
-                      "other_label": b["label"], "other_kind": b["kind"], "decay_length": a["decay_length"],
-                      "other_decay_length": b["decay_length"], "difference": diff, "difference_ci_low": low,
-                      "difference_ci_high": high, "fit_difference_ci_low": fit_low,
-                      "fit_difference_ci_high": fit_high, "ci_level": level, "exceeds_uncertainty": exceeds,
-                      "verdict": verdict, "reason": reason})
-    pairs = pd.DataFrame(pairs, columns=["study", "label", "kind", "seed", "other_label", "other_kind",
-                                         "decay_length", "other_decay_length", "difference", "difference_ci_low",
-                                         "difference_ci_high", "fit_difference_ci_low", "fit_difference_ci_high",
-                                         "ci_level", "exceeds_uncertainty", "verdict", "reason"])
+    for a, b in itertools.combinations(labels, 2):
+        kind_a = ok.loc[ok["label"] == a["label"], "kind"].iloc[0]
+        kind_b = ok.loc[ok["label"] == b["label"], "kind"].iloc[0]
+        for name in names:
+            verdict = summary_verdict(a, b, name, level=level)
+            pairs.append({"study": spec.name, "label": a["label"], "kind": kind_a, "seed": pd.NA,
+                          "other_label": b["label"], "other_kind": kind_b, "summary": name, **verdict,
+                          "ci_level": level})
+    columns = ["study", "label", "kind", "seed", "other_label", "other_kind", "summary", "window", "windows", "value",
+               "other_value", "difference", "difference_ci_low", "difference_ci_high", "ci_level",
+               "exceeds_uncertainty", "verdict", "reason"]
+    pairs = pd.DataFrame(pairs, columns=columns)
     pairs["seed"] = pairs["seed"].astype("Int64")
+    pairs["window"] = pairs["window"].astype("Int64")
     return {"comparison": comparison, "comparison_pairs": pairs}

@@ -1,0 +1,150 @@
+"""Window sensitivity: each run's headline summaries at nested windows, and which of them move.
+
+What "window" means. A run analyses ``n_positions`` positions up to distance
+``max_distance``. Its nested windows are the fractions f = 1/4, 1/2 and 1 of
+it: the first ⌊n_positions · f⌋ positions of the run's table, up to distance
+⌊(max_distance + 1) · f⌋ − 1 (at most the positions − 1): exactly what the
+same study would measure with ``n_positions`` (and ``max_distance``) scaled by
+f, from the same table (an encoding whose table depends on n_positions, as
+dynamic and longrope RoPE, is not regenerated). For a translation-invariant
+table this is the full profile truncated at the smaller distance (its
+summaries are window-independent wherever they are reached); for a learned
+table the smaller window also averages fewer positions, which is how GPT-2's
+band widths move with n_positions.
+
+A summary is ``window_dependent`` when, between two windows at which it is a
+number, it moves by more than :data:`WINDOW_TOLERANCE` (5 %) of the larger
+value and by more than one position, or when it is a number at a smaller
+window and not at a larger one. 5 %: about the half-width of the 95 %
+interval of GPT-2's 0.5 band width at 1024 positions ([92, 101] around 97),
+so smaller moves are within sampling noise; one position, because the
+crossings are integers. A summary reached only at the larger windows is not
+flagged (a larger window sees farther: that is what ``not_reached`` means).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.summaries import STATUSES, summaries_many
+from .bands import profile_standard_errors
+from .base import Output, RunContext, Stage, register_stage
+from .schema import Column, Table
+
+__all__ = ["WindowSensitivity", "WINDOW_SENSITIVITY", "WINDOW_FRACTIONS", "WINDOW_TOLERANCE", "nested_windows",
+           "window_dependent"]
+
+#: Fractions of the run's window analysed.
+WINDOW_FRACTIONS = (0.25, 0.5, 1.0)
+#: Relative move beyond which a summary is window-dependent (and by more than one position).
+WINDOW_TOLERANCE = 0.05
+#: The summaries whose window dependence is checked (the band widths are added per threshold).
+_HEADLINE = ("e_folding_distance", "zero_crossing", "first_minimum", "integral_scale")
+
+WINDOW_SENSITIVITY = Table(
+    "window_sensitivity", "run × window × summary",
+    "Each run's model-free summaries at nested windows (a quarter, half and all of its positions and distances).",
+    (
+        Column("fraction", "float", "", "fraction of the run's window: 0.25, 0.5 or 1", required=True),
+        Column("window_positions", "int", "positions", "positions analysed: the first n_positions · fraction of "
+               "the run's table", required=True),
+        Column("window", "int", "positions", "largest distance analysed: (max_distance + 1) · fraction - 1",
+               required=True),
+        Column("summary", "str", "", "the summary (summary.csv's column name)", required=True),
+        Column("value", "float", "positions", "its value at this window (empty unless status is ok)"),
+        Column("status", "str", "", "ok, not_reached, undefined or the profile's degenerate status"),
+        Column("ill_conditioned", "bool", "", "the crossing is ill-conditioned at this window (summaries.csv)"),
+    ),
+    keys="short",
+)
+
+
+def nested_windows(n_positions: int, max_distance: int) -> list[tuple[float, int, int]]:
+    """(fraction, positions, max distance) of each nested window, smallest first: the run's own, and the smaller
+    ones with at least 3 positions and distances up to at least 2 (distinct from each other)."""
+    out = []
+    for f in WINDOW_FRACTIONS[:-1]:
+        n = int(math.floor(n_positions * f))
+        d = min(n - 1, int(math.floor((max_distance + 1) * f)) - 1)
+        if n >= 3 and d >= 2 and (n, d) != (n_positions, max_distance) and (not out or (n, d) != out[-1][1:]):
+            out.append((f, n, d))
+    return [*out, (1.0, n_positions, max_distance)]
+
+
+def window_dependent(frame: pd.DataFrame) -> list[str]:
+    """The summaries of one run's window_sensitivity rows that move with the window (module docstring)."""
+    moved = []
+    for name, rows in frame.groupby("summary", sort=False):
+        rows = rows.sort_values("window")
+        values, ok = rows["value"].to_numpy(dtype=float), (rows["status"] == "ok").to_numpy()
+        for a in range(len(rows)):
+            for b in range(a + 1, len(rows)):
+                if ok[a] and not ok[b]:
+                    moved.append(name)
+                    break
+                if ok[a] and ok[b]:
+                    diff = abs(values[b] - values[a])
+                    if diff > 1 and diff > WINDOW_TOLERANCE * max(abs(values[a]), abs(values[b])):
+                        moved.append(name)
+                        break
+            if moved and moved[-1] == name:
+                break
+    return moved
+
+
+def _truncated(profile, n_positions: int, max_distance: int):
+    """An exact (kernel) profile over a smaller window: its first distances, pairs counted for n_positions."""
+    keep = profile.distance <= max_distance
+    n_pairs = n_positions - profile.distance[keep]
+    return dataclasses.replace(profile, distance=profile.distance[keep], mean_similarity=profile.mean_similarity[keep],
+                               std_similarity=profile.std_similarity[keep], n_pairs=n_pairs, std_pairs=n_pairs,
+                               n_positions=n_positions)
+
+
+@register_stage
+@dataclasses.dataclass(frozen=True)
+class WindowSensitivity(Stage):
+    """The summaries at a quarter, half and all of the run's window, and which of them move."""
+
+    name = "window_sensitivity"
+    description = ("the model-free summaries at nested windows (the first quarter, half and all of the run's "
+                   "positions and distances), and which move by more than 5 %")
+    tables = (WINDOW_SENSITIVITY,)
+    summary = (
+        Column("window_dependent", "str", "", "the summaries that move by more than 5 % (and one position) between "
+               "the nested windows, or are reached at a smaller window and not at a larger; ';'-separated "
+               "(empty: none)"),
+    )
+    uses = frozenset({"units", "profile"})
+
+    def compute(self, ctx: RunContext) -> Output:
+        from ..analysis.profile import _similarity_profile
+        from ..analysis.similarity import UnitRows, unit_rows
+
+        o = ctx.options
+        frames = []
+        for f, n, d in nested_windows(ctx.n_positions, ctx.max_distance):
+            if f == 1:
+                profile = ctx.profile
+            elif ctx.kernel is not None:  # translation invariant: the window's profile is the kernel's, truncated
+                profile = _truncated(ctx.profile, n, d)
+            else:
+                units = ctx.units
+                if o.center:  # centred on the window's own mean, as a study of n positions would be
+                    units = unit_rows(ctx.table[:n], center=True)
+                else:
+                    units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
+                profile = _similarity_profile(units, d, precision=o.precision)
+            s = summaries_many(profile.distance, profile.mean_similarity[None, :], thresholds=o.thresholds,
+                               se=profile_standard_errors(profile), min_rise=o.min_rise, min_rise_se=o.min_rise_se)
+            frames.append(pd.DataFrame({
+                "fraction": f, "window_positions": n, "window": d, "summary": list(s.names),
+                "value": s.values[0], "status": [STATUSES[c] for c in s.status[0]],
+                "ill_conditioned": s.ill_conditioned[0]}))
+        frame = pd.concat(frames, ignore_index=True)
+        return Output(summary={"window_dependent": ";".join(window_dependent(frame))},
+                      tables={"window_sensitivity": frame})
