@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from poslab.analysis import band_metrics, similarity_profile
@@ -61,7 +62,7 @@ def test_the_trained_table_has_a_band_and_its_initialisation_has_none():
     brute = _brute_profile(table)
     profile = similarity_profile(table)
     np.testing.assert_allclose(profile.mean_similarity, brute, atol=1e-12)
-    widths = band_metrics(profile).to_frame().set_index("threshold")["width"]
+    widths = band_metrics(profile, (0.9, 0.5, 0.0)).to_frame().set_index("threshold")["width"]
     assert [_first_below(brute, t) for t in (0.9, 0.5, 0.0)] == TRAINED_WIDTHS
     assert [None if np.isnan(w) else int(w) for w in widths.loc[[0.9, 0.5, 0.0]]] == TRAINED_WIDTHS
     start = np.load(RUN / "positions" / "step_0000000.npy").astype(np.float64)
@@ -88,7 +89,9 @@ def test_emergence_study_and_figure(tmp_path, monkeypatch):
     assert learned["step"].astype(int).tolist() == STEPS
     final = learned.iloc[-1]
     assert [int(final[f"band_width_{t}"]) for t in ("0p9", "0p5", "0")] == TRAINED_WIDTHS
-    assert int(learned.iloc[0]["band_width_0p5"]) == 1
+    # issue 13: the initialisation's profile is flat (noise after distance 1): a status, not a width of 1
+    assert pd.isna(learned.iloc[0]["band_width_0p5"])
+    assert learned.iloc[0]["summary_notes"].startswith("every summary: flat")
     fig = STUDY_FIGURES["band_emergence.png"]({"summary": summary}, None)
     decay_ax, band_ax = fig.axes
     (curve,) = [line for line in decay_ax.get_lines() if line.get_label() == "decay length"]

@@ -20,7 +20,7 @@ What each metric measures, and its window:
   1 ≤ n < m ≤ w(x) of forward distances (w(x) = min(max_distance, n_positions
   − 1 − x): the run's window), the fraction that violate it (φ(x, x+m) ≥
   φ(x, x+n)). 0: similarity falls strictly with distance at every anchor; ½
-  for a random table. Pairs are counted with a Fenwick tree over each row's
+  for a random table. Pairs are counted by a merge sort of each row's
   ranks, O(w log w) per anchor.
 * ``monotonicity_spearman`` — mean over anchors of Spearman's ρ between the
   distance and S[x, x+k], k = 1..w(x) (−1: strictly decreasing).
@@ -189,9 +189,10 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     ``q`` (rows × distances, increasing) holds similarities, ``ok`` which are
     valid. A pair of distances n < m violates monotonicity when q_m >= q_n.
     Ranks are taken with ties in distance order (a stable sort), so q_n <= q_m
-    ⟺ rank_n < rank_m for n < m, and the violations of a row are the pairs in
-    rank order, counted with a Fenwick tree over ranks (Fenwick 1994), one
-    vectorised pass over the rows per distance: O(rows · w log w).
+    ⟺ rank_n < rank_m for n < m; the pairs with rank_n > rank_m (strict
+    decreases, Wang et al.'s order) are the inversions of the ranks, counted by
+    a bottom-up merge sort over every row at once (:func:`_inversions`), and the
+    violations are the other pairs: O(rows · w log² w) in numpy's sort.
     """
     rows, w = q.shape
     order = np.argsort(np.where(ok, q, np.inf), axis=1, kind="stable")
@@ -211,23 +212,39 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
         cov = np.nansum((rank_q - mq) * (rank_k - mk), axis=1)
         rho = cov / np.sqrt(np.nansum((rank_q - mq) ** 2, axis=1) * np.nansum((rank_k - mk) ** 2, axis=1))
     rho = rho[(count >= 3) & np.isfinite(rho) & ~flat_row]
-    # violations: pairs n < m with rank_n < rank_m (Fenwick tree per row; column w + 1 is a sink for invalid entries)
-    tree = np.zeros((rows, w + 2), dtype=np.int64)
-    index = np.arange(rows)
-    steps = int(w).bit_length() + 1
-    violations = 0
-    for m in range(w):
-        r = rank[:, m]
-        i = np.maximum(r - 1, 0)
-        for _ in range(steps):  # prefix sum over ranks below r
-            violations += int(tree[index, i].sum())
-            i = i - (i & -i)
-        i = np.where(r > 0, r, w + 1)
-        for _ in range(steps):
-            tree[index, i] += 1
-            i = np.minimum(i + (i & -i), w + 1)
+    # violations: the pairs n < m that are not strict decreases (rank_n > rank_m), counted as inversions
+    violations = int(np.sum(count * (count - 1) // 2)) - int(_inversions(rank, ok).sum())
     pairs = int(np.sum(count * (count - 1) // 2))
     return rho, violations, pairs
+
+
+def _inversions(rank: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per row, the pairs n < m of valid entries with rank_n > rank_m (integer ranks 1..w; invalid entries ignored).
+
+    Bottom-up merge sort of all rows at once: at each level every sorted block L and its right neighbour R
+    contribute, for each x in R, the entries of L above x (a searchsorted in one flat array, each block offset
+    into a value range of its own).
+    """
+    rows, w = rank.shape
+    size = 1 << max(0, (w - 1).bit_length())
+    big = w + 2
+    # valid entries first, in their order; invalid ones (and the padding) last with the largest value: no inversions
+    order = np.argsort(~ok, axis=1, kind="stable")
+    x = np.full((rows, size), w + 1, dtype=np.int64)
+    x[:, :w] = np.where(np.take_along_axis(ok, order, axis=1), np.take_along_axis(rank, order, axis=1), w + 1)
+    total = np.zeros(rows, dtype=np.int64)
+    s = 1
+    while s < size:
+        nb = size // (2 * s)
+        blocks = x.reshape(rows, nb, 2, s)
+        offset = (np.arange(rows * nb, dtype=np.int64) * big).reshape(rows, nb, 1)
+        left = (blocks[:, :, 0, :] + offset).ravel()
+        right = (blocks[:, :, 1, :] + offset).ravel()
+        at_most = np.searchsorted(left, right, side="right") - np.repeat(np.arange(rows * nb) * s, s)
+        total += (s - at_most).reshape(rows, -1).sum(axis=1)
+        x = np.sort(blocks.reshape(rows, nb, 2 * s), axis=-1).reshape(rows, size)
+        s *= 2
+    return total
 
 
 def translation_variance_ratio(profile: SimilarityProfile) -> float:
