@@ -231,7 +231,8 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         if (w == a["max_distance"] == b["max_distance"] and not (a["exact"] or b["exact"]) and reps_a is not None
                 and reps_b is not None and min(reps_a.size, reps_b.size)):
             m = min(reps_a.size, reps_b.size)
-            low, high = percentile_interval(reps_a[:m] - reps_b[:m], level)
+            with np.errstate(invalid="ignore"):  # both beyond the window (inf - inf): no difference known, NaN
+                low, high = percentile_interval(reps_a[:m] - reps_b[:m], level)
             out |= {"difference_ci_low": low, "difference_ci_high": high}
             exceeds[w] = bool(low > 0 or high < 0) if np.isfinite(low) and np.isfinite(high) else None
         else:
@@ -359,7 +360,9 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 reps = summaries_many(distance, means, thresholds=options.thresholds, min_rise=options.min_rise,
                                       min_rise_se=options.min_rise_se)
                 for j, name in enumerate(reps.names):
-                    info["replicates"][name] = reps.values[:, j]
+                    # not reached within the window: beyond any bound (+inf), not left out
+                    info["replicates"][name] = np.where(reps.status[:, j] == STATUSES.index("not_reached"), np.inf,
+                                                        reps.values[:, j])
                     if statuses[name] == "ok":
                         info["interval"][name] = percentile_interval(reps.values[:, j], level,
                                                                      integer=name not in _INTEGER)
