@@ -159,7 +159,7 @@ def test_refusals_name_the_value_and_what_to_write():
         make_encoding("axial_rope", grid="4x4", axes_dim="8,7")
     with pytest.raises(ValueError, match="grid must be 'TxHxW'"):
         make_encoding("mrope", grid="4x4", mrope_section="2,3,3")
-    with pytest.raises(ValueError, match="grid must be 'HxW'"):
+    with pytest.raises(ValueError, match="grid must be a grid 'HxW'"):
         make_encoding("sincos2d", grid="2x4x4")
     with pytest.raises(ValueError, match="grid"):
         make_encoding("sincos2d", grid="4by4")
@@ -188,3 +188,16 @@ def test_mrope_from_a_config_records_where_the_layout_came_from(tmp_path):
     assert not any(rule.startswith("M-RoPE (") for rule in r.rules)
     inline = make_encoding("mrope", config=str(tmp_path), grid="2x4x4", layout="chunked").resolve(1)
     assert inline.layout == "chunked" and any("transformers' qwen3_vl_text uses interleaved" in x for x in inline.rules)
+
+
+def test_t_step_spaces_frames_in_position_ids():
+    """Qwen2.5-VL's temporal spacing: with t_step = 2 frame f sits at temporal position 2f, so one frame apart
+    is two positions apart: along_frame(1) with t_step 2 equals along_frame(2) with t_step 1."""
+    base = dict(grid="5x2x2", mrope_section="4,2,2", rotary_dim=16, rope_theta=100.0)
+    one = grid_similarity(make_encoding("mrope", **base).generate(20, 16), "5x2x2")
+    two = grid_similarity(make_encoding("mrope", t_step=2, **base).generate(20, 16), "5x2x2")
+    m1 = one.mean_similarity[one.metric == "along_frame"]
+    m2 = two.mean_similarity[two.metric == "along_frame"]
+    np.testing.assert_allclose(m2[1:3], m1[[2, 4]], atol=1e-14)
+    with pytest.raises(ValueError, match="t_step = 2 needs a grid"):
+        make_encoding("mrope", mrope_section="4,2,2", t_step=2)

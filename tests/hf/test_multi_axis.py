@@ -163,3 +163,47 @@ def test_mrope_refuses_a_multimodal_architecture_it_does_not_read(tmp_path):
         "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3], "partial_rotary_factor": 0.5}}))
     with pytest.raises(ValueError, match="glm4v_text.*not a language model whose M-RoPE poslab reads"):
         make_encoding("mrope", config=str(tmp_path), grid="1x2x2")
+
+
+# The RoPE-relevant keys of published config.json files (Qwen3-VL-8B-Instruct, Qwen2.5-VL-7B-Instruct), with
+# transformers 4 names; sizes as published.
+PUBLISHED = {
+    "Qwen3-VL-8B-Instruct": {
+        "model_type": "qwen3_vl",
+        "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32,
+                        "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 262144,
+                        "rope_theta": 5000000, "rope_scaling": {"mrope_interleaved": True,
+                                                                "mrope_section": [24, 20, 20], "rope_type": "default"}},
+        "vision_config": {"model_type": "qwen3_vl", "hidden_size": 1152, "num_heads": 16, "depth": 27,
+                          "patch_size": 16, "spatial_merge_size": 2}},
+    "Qwen2.5-VL-7B-Instruct (flat)": {
+        "model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+        "max_position_embeddings": 128000, "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "vision_config": {"hidden_size": 1280, "num_heads": 16, "depth": 32, "model_type": "qwen2_5_vl"}},
+}
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_published_configs_read_as_transformers_reads_them(tmp_path, name):
+    """The published file, read by poslab (mrope for the language model, axial_rope for the vision tower) and by
+    transformers (AutoConfig, then the rotary modules): equal frequencies, sections and cos / sin at grid ids."""
+    (tmp_path / "config.json").write_text(json.dumps(PUBLISHED[name]))
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    text, vision = config.get_text_config(), config.vision_config
+    module = {"qwen3_vl": "qwen3_vl", "qwen2_5_vl": "qwen2_5_vl"}[config.model_type]
+    prefix = {"qwen3_vl": "Qwen3VL", "qwen2_5_vl": "Qwen2_5_VL"}[config.model_type]
+    text_rotary = _module(module, f"{prefix}TextRotaryEmbedding" if module == "qwen3_vl" else
+                          f"{prefix}RotaryEmbedding")(text)
+    enc = make_encoding("mrope", config=str(tmp_path), grid="x".join(map(str, GRID)), pairing="half")
+    r = enc.resolve(1, N)
+    np.testing.assert_allclose(r.inv_freq, text_rotary.inv_freq.double().numpy(), rtol=6e-7)
+    cos, _ = text_rotary(torch.zeros(1, N, 8), torch.from_numpy(grid_points(GRID, N).T.copy())[:, None, :])
+    np.testing.assert_allclose(enc.generate(N, 1)[:, :len(r.inv_freq)], cos[0, :, :len(r.inv_freq)].double().numpy(),
+                               atol=2e-6)
+    vision_rotary = _module(module, f"{prefix}VisionRotaryEmbedding")(vision)
+    ax = make_encoding("axial_rope", config=str(tmp_path), grid="4x5", pairing="half")
+    quarter = len(ax.resolve().inv_freq) // 2
+    np.testing.assert_allclose(ax.resolve().inv_freq[:quarter], vision_rotary.inv_freq.double().numpy(), rtol=6e-7)
+    vcos, _ = vision_rotary(torch.zeros(20, 8), torch.from_numpy(grid_points((4, 5), 20)))
+    np.testing.assert_allclose(ax.generate(20, 1)[:, :2 * quarter], vcos[:, :2 * quarter].double().numpy(), atol=2e-6)

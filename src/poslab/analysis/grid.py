@@ -35,8 +35,8 @@ __all__ = ["GridSimilarity", "grid_similarity", "parse_grid", "parse_grid_shape"
 GRID_METRICS = ("euclidean", "manhattan", "along_row", "along_column", "along_frame")
 #: The metric of pairs that differ along one axis only, by number of axes: (t,) h, w.
 AXIS_METRICS = {2: ("along_column", "along_row"), 3: ("along_frame", "along_column", "along_row")}
-# Pairs of rows compared at once (memory ~ 24 bytes each).
-_CHUNK_PAIRS = 1 << 22
+# Pairs of points compared at once (peak memory ~ 40 bytes each: ~40 MiB).
+_CHUNK_PAIRS = 1 << 20
 
 
 def parse_grid(text: str) -> tuple[int, int]:
@@ -196,15 +196,18 @@ def grid_similarity(table, grid) -> GridSimilarity:
     n_bins = int(np.prod(extent))
     rows = max(1, _CHUNK_PAIRS // n)
     sums, counts = np.zeros(n_bins), np.zeros(n_bins)
+    every = bool(valid.all())
     blocks = []
     for start in range(0, n, rows):
         stop = min(n, start + rows)
         s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
         s[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        ok = valid[start:stop, None] & valid[None, :]
         bins = code[None, :] - code[start:stop, None] + centre
-        sums += np.bincount(bins[ok], weights=s[ok], minlength=n_bins)
-        counts += np.bincount(bins[ok], minlength=n_bins)
+        if not every:
+            ok = valid[start:stop, None] & valid[None, :]
+            s, bins = s[ok], bins[ok]
+        sums += np.bincount(bins.ravel(), weights=s.ravel(), minlength=n_bins)
+        counts += np.bincount(bins.ravel(), minlength=n_bins)
         blocks.append((start, stop))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
@@ -212,9 +215,12 @@ def grid_similarity(table, grid) -> GridSimilarity:
     for start, stop in blocks:  # second pass: squares about each bin's own mean (exact spread, 0 when it is 0)
         s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
         s[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        ok = valid[start:stop, None] & valid[None, :]
         bins = code[None, :] - code[start:stop, None] + centre
-        m2 += np.bincount(bins[ok], weights=(s[ok] - means[bins[ok]]) ** 2, minlength=n_bins)
+        if not every:
+            ok = valid[start:stop, None] & valid[None, :]
+            s, bins = s[ok], bins[ok]
+        s -= means[bins]
+        m2 += np.bincount(bins.ravel(), weights=(s * s).ravel(), minlength=n_bins)
     disp = np.stack(np.unravel_index(np.arange(n_bins), tuple(extent)), axis=1) - (np.array(shape) - 1)
     first = np.take_along_axis(disp, np.argmax(disp != 0, axis=1)[:, None], axis=1)[:, 0]
     keep = (counts > 0) & (first >= 0)          # one of d, −d (they hold the same pairs); d = 0 once

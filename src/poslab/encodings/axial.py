@@ -32,7 +32,8 @@ from ..analysis.grid import parse_grid_shape
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 
-__all__ = ["AxialRope", "AxesResolution", "grid_points", "axis_table", "parse_axes", "GRID_PARAMETER_DOC"]
+__all__ = ["AxialRope", "AxesResolution", "grid_points", "axis_table", "parse_axes", "read_axial_config",
+           "GRID_PARAMETER_DOC", "AXIAL_CONFIGS"]
 
 GRID_PARAMETER_DOC = ('"TxHxW" or "HxW" grid whose points are the positions, in C order (row p = (t·H + h)·W + w); '
                       'n_positions at most T·H·W; the grid tables need n_positions = T·H·W')
@@ -55,7 +56,8 @@ def _is_int_list(text: str) -> bool:
     return True
 
 
-GRID = AnyOf((Text("a grid 'TxHxW' or 'HxW' of positive integers, e.g. '4x16x16'", test=_is_grid), NoneValue()))
+GRID_TEXT = Text("a grid 'TxHxW' or 'HxW' of positive integers, e.g. '4x16x16'", test=_is_grid)
+GRID = AnyOf((GRID_TEXT, NoneValue()))
 INT_LIST = AnyOf((Text("comma-separated non-negative integers, e.g. '16,24,24'", test=_is_int_list), NoneValue()))
 
 
@@ -203,9 +205,9 @@ def read_axial_config(path: str) -> tuple[dict, dict, tuple[str, ...]]:
             for key in part.split("."):
                 sub = sub.get(key) if isinstance(sub, dict) else None
             cfg = sub if isinstance(sub, dict) else {}
-            rules.append(f"{model_type}: its vision tower {part} (model_type {vision_type!r}) is read"
-                         + ("" if sub is not None else ", left out: its defaults"))
-            model_type = cfg.get("model_type", vision_type)
+            rules.append(f"{model_type}: its vision tower {part} (model_type {vision_type!r}, as transformers "
+                         "builds it) is read" + ("" if sub is not None else ", left out: its defaults"))
+            model_type = vision_type  # published parts may name the container's type; transformers builds this
     if model_type not in AXIAL_CONFIGS:
         raise ParameterError(
             f"axial_rope: config {file}: model_type {model_type!r} is not a vision tower whose 2-D RoPE poslab reads "
@@ -280,7 +282,7 @@ class AxialRope(Encoding):
         "config": "none: every value inline",
     }
 
-    grid: str = parameter(check=GRID, doc=GRID_PARAMETER_DOC)
+    grid: str = parameter(check=GRID_TEXT, doc=GRID_PARAMETER_DOC)
     axes_dim: str | None = parameter(None, check=INT_LIST, doc="dims per axis, comma-separated, each even, e.g. "
                                                                   "'16,56,56' (FLUX)")
     rope_theta: float | None = parameter(None, check=AnyOf((Real(minimum=1, open_min=True), NoneValue())))
@@ -288,8 +290,6 @@ class AxialRope(Encoding):
     config: str | None = None
 
     def _check_params(self):
-        if self.grid is None:
-            raise ParameterError('axial_rope: grid is required ("TxHxW" or "HxW"), e.g. grid = "4x16x16"')
         self.resolve()
 
     def grid_shape(self, n_positions: int) -> tuple[int, ...]:

@@ -97,6 +97,10 @@ class MRope(Encoding):
         architecture's default.
     layout : {"chunked", "interleaved"} or None
         How the pairs are given to the axes (see the module). None: the config's architecture's.
+    t_step : int
+        Position-id step between consecutive frames (1). Qwen2.5-VL spaces frames by
+        second_per_grid_t · tokens_per_second (``get_rope_index``; 2 at 2 fps with temporal
+        patches of 2 frames and tokens_per_second 2): frame t has temporal position t · t_step.
     rope_theta, rotary_dim, partial_rotary_factor, rope_type, config, pairing
         As :class:`~poslab.encodings.rotary.Rotary` (the 1-D frequencies, read from the same config).
 
@@ -124,6 +128,8 @@ class MRope(Encoding):
     grid: str | None = parameter(None, check=GRID, doc=GRID_PARAMETER_DOC)
     mrope_section: str | None = parameter(None, check=INT_LIST, doc="pairs per axis t,h,w, e.g. '16,24,24'")
     layout: Literal["chunked", "interleaved"] | None = None
+    t_step: int = parameter(1, check=Integer(minimum=1), doc="position-id step between frames (Qwen2.5-VL: "
+                                                               "second_per_grid_t x tokens_per_second)")
     rope_theta: float | None = parameter(None, check=_optional(ROPE_THETA))
     rotary_dim: int | None = parameter(None, check=_optional(Integer(minimum=2)))
     partial_rotary_factor: float | None = _scaling("partial_rotary_factor")
@@ -132,6 +138,9 @@ class MRope(Encoding):
     pairing: Literal["interleaved", "half"] = "interleaved"
 
     def _check_params(self):
+        if self.grid is None and self.t_step != 1:
+            raise ParameterError(f"mrope: t_step = {self.t_step} needs a grid: text tokens have t = h = w = their "
+                                 "position")
         if self.grid is not None and len(parse_grid_shape(self.grid)) != 3:
             raise ParameterError(f"mrope: grid must be 'TxHxW' (three axes: an image is '1xHxW'), got {self.grid!r}")
         if self.mrope_section is not None and len(parse_axes(self.mrope_section, "mrope_section")) != 3:
@@ -165,7 +174,9 @@ class MRope(Encoding):
     def _coords(self, n_positions: int) -> np.ndarray:
         if self.grid is None:
             return np.repeat(np.arange(n_positions, dtype=np.int64)[:, None], 3, axis=1)
-        return grid_points(parse_grid_shape(self.grid), n_positions)
+        coords = grid_points(parse_grid_shape(self.grid), n_positions)
+        coords[:, 0] *= self.t_step
+        return coords
 
     def _check_size(self, n_positions, dim):
         if self.grid is not None:

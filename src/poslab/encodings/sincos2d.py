@@ -20,10 +20,10 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import Real
+from .._validation import Real, Text
 from ..analysis.grid import parse_grid_shape
-from .axial import GRID, grid_points
-from .base import Encoding, ParameterError, parameter
+from .axial import grid_points
+from .base import Encoding, parameter
 from .registry import register
 
 __all__ = ["Sincos2D", "sincos2d_table"]
@@ -55,6 +55,14 @@ def sincos2d_table(coords, dim: int, base: float = 10000.0) -> np.ndarray:
     return np.concatenate([np.sin(w), np.cos(w), np.sin(h), np.cos(h)], axis=1)
 
 
+def _is_2d_grid(text: str) -> bool:
+    try:
+        parse_grid_shape(text, axes=(2,))
+    except ValueError:
+        return False
+    return True
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class Sincos2D(Encoding):
@@ -75,12 +83,8 @@ class Sincos2D(Encoding):
 
     kind = "sincos2d"
 
-    grid: str = parameter(check=GRID, doc='"HxW" patch grid; the positions are its patches in raster order')
+    grid: str = parameter(check=Text("a grid 'HxW' of positive integers, e.g. '14x14'", test=_is_2d_grid), doc='"HxW" patch grid; the positions are its patches in raster order')
     base: float = parameter(10000.0, check=Real(minimum=1, open_min=True))
-
-    def _check_params(self):
-        if self.grid is None or len(parse_grid_shape(self.grid)) != 2:
-            raise ParameterError(f"sincos2d: grid must be 'HxW' (two axes), got {self.grid!r}")
 
     def grid_shape(self, n_positions: int) -> tuple[int, int]:
         return parse_grid_shape(self.grid)
