@@ -29,7 +29,7 @@ import numpy as np
 
 from .._validation import Integer
 from ..analysis.grid import parse_grid_shape
-from .axial import GRID, GRID_PARAMETER_DOC, INT_LIST, AxesResolution, axis_table, grid_points, parse_axes
+from .axial import GRID, INT_LIST, AxesResolution, axis_table, grid_points, parse_axes
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 from .rope_scaling import ROPE_THETA, ROPE_TYPES
@@ -125,7 +125,8 @@ class MRope(Encoding):
         "partial_rotary_factor": "from config, else 1",
     }
 
-    grid: str | None = parameter(None, check=GRID, doc=GRID_PARAMETER_DOC)
+    grid: str | None = parameter(None, check=GRID, doc='"TxHxW" grid whose points are the positions, in C order '
+                                 '(row p = (t·H + h)·W + w; an image is "1xHxW"); n_positions at most T·H·W')
     mrope_section: str | None = parameter(None, check=INT_LIST, doc="pairs per axis t,h,w, e.g. '16,24,24'")
     layout: Literal["chunked", "interleaved"] | None = None
     t_step: int = parameter(1, check=Integer(minimum=1), doc="position-id step between frames (Qwen2.5-VL: "
