@@ -195,32 +195,30 @@ def grid_similarity(table, grid) -> GridSimilarity:
     centre = int(stride @ (np.array(shape) - 1))
     n_bins = int(np.prod(extent))
     rows = max(1, _CHUNK_PAIRS // n)
-    sums, counts = np.zeros(n_bins), np.zeros(n_bins)
     every = bool(valid.all())
-    blocks = []
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
-        s[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        bins = code[None, :] - code[start:stop, None] + centre
-        if not every:
-            ok = valid[start:stop, None] & valid[None, :]
-            s, bins = s[ok], bins[ok]
-        sums += np.bincount(bins.ravel(), weights=s.ravel(), minlength=n_bins)
-        counts += np.bincount(bins.ravel(), minlength=n_bins)
-        blocks.append((start, stop))
+
+    def blocks():
+        """(similarity, bin) of every ordered pair of valid points, a block of rows at a time."""
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
+            s[np.arange(stop - start), np.arange(start, stop)] = 1.0
+            bins = code[None, :] - code[start:stop, None] + centre
+            if not every:
+                ok = valid[start:stop, None] & valid[None, :]
+                s, bins = s[ok], bins[ok]
+            yield s.ravel(), bins.ravel()
+
+    sums, counts = np.zeros(n_bins), np.zeros(n_bins)
+    for s, bins in blocks():
+        sums += np.bincount(bins, weights=s, minlength=n_bins)
+        counts += np.bincount(bins, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
     m2 = np.zeros(n_bins)
-    for start, stop in blocks:  # second pass: squares about each bin's own mean (exact spread, 0 when it is 0)
-        s = np.clip(u[start:stop] @ u.T, -1.0, 1.0)
-        s[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        bins = code[None, :] - code[start:stop, None] + centre
-        if not every:
-            ok = valid[start:stop, None] & valid[None, :]
-            s, bins = s[ok], bins[ok]
+    for s, bins in blocks():  # second pass: squares about each bin's own mean (exact spread, 0 when it is 0)
         s -= means[bins]
-        m2 += np.bincount(bins.ravel(), weights=(s * s).ravel(), minlength=n_bins)
+        m2 += np.bincount(bins, weights=s * s, minlength=n_bins)
     disp = np.stack(np.unravel_index(np.arange(n_bins), tuple(extent)), axis=1) - (np.array(shape) - 1)
     first = np.take_along_axis(disp, np.argmax(disp != 0, axis=1)[:, None], axis=1)[:, 0]
     keep = (counts > 0) & (first >= 0)          # one of d, −d (they hold the same pairs); d = 0 once

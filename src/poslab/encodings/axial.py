@@ -32,7 +32,7 @@ from ..analysis.grid import parse_grid_shape
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 
-__all__ = ["AxialRope", "AxesResolution", "grid_points", "axis_table", "parse_axes", "read_axial_config",
+__all__ = ["AxialRope", "AxesResolution", "check_grid_size", "grid_points", "axis_table", "parse_axes", "read_axial_config",
            "GRID_PARAMETER_DOC", "AXIAL_CONFIGS"]
 
 GRID_PARAMETER_DOC = ('"TxHxW" or "HxW" grid whose points are the positions, in C order (row p = (t·H + h)·W + w); '
@@ -74,6 +74,15 @@ def parse_axes(text: str, name: str) -> tuple[int, ...]:
         raise ValueError(f"{name} must be 1 to 3 comma-separated non-negative integers, e.g. '16,24,24'; "
                          f"got {text!r}")
     return tuple(int(p) for p in parts)
+
+
+def check_grid_size(label: str, grid: tuple[int, ...], n_positions: int) -> None:
+    """Refuse a window longer than the grid (ValueError naming both sizes and what to write)."""
+    total = int(np.prod(grid))
+    if n_positions > total:
+        what = "patches" if len(grid) == 2 else "points"
+        raise ValueError(f"{label}: n_positions={n_positions}, but the {'x'.join(map(str, grid))} grid has {total} "
+                         f"{what}; lower n_positions to at most {total}, or give a larger grid")
 
 
 def grid_points(grid: tuple[int, ...], n_positions: int) -> np.ndarray:
@@ -300,10 +309,7 @@ class AxialRope(Encoding):
         return _resolve_axial(self)
 
     def _check_size(self, n_positions, dim):
-        total = int(np.prod(self.grid_shape(n_positions)))
-        if n_positions > total:
-            raise ValueError(f"{self.label}: n_positions={n_positions}, but the {self.grid} grid has {total} points; "
-                             f"lower n_positions to at most {total}, or give a larger grid")
+        check_grid_size(self.label, self.grid_shape(n_positions), n_positions)
 
     def table_cost(self, n_positions, dim):
         width = 2 * len(self.resolve().inv_freq)

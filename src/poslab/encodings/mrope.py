@@ -29,7 +29,7 @@ import numpy as np
 
 from .._validation import Integer
 from ..analysis.grid import parse_grid_shape
-from .axial import GRID, INT_LIST, AxesResolution, axis_table, grid_points, parse_axes
+from .axial import GRID, INT_LIST, AxesResolution, axis_table, check_grid_size, grid_points, parse_axes
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
 from .rope_scaling import ROPE_THETA, ROPE_TYPES
@@ -181,10 +181,7 @@ class MRope(Encoding):
 
     def _check_size(self, n_positions, dim):
         if self.grid is not None:
-            total = int(np.prod(parse_grid_shape(self.grid)))
-            if n_positions > total:
-                raise ValueError(f"{self.label}: n_positions={n_positions}, but the {self.grid} grid has {total} "
-                                 f"points; lower n_positions to at most {total}, or give a larger grid")
+            check_grid_size(self.label, parse_grid_shape(self.grid), n_positions)
         self.resolve(dim, n_positions)
 
     def table_cost(self, n_positions, dim):

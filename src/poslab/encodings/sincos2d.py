@@ -22,7 +22,7 @@ import numpy as np
 
 from .._validation import Real, Text
 from ..analysis.grid import parse_grid_shape
-from .axial import grid_points
+from .axial import check_grid_size, grid_points
 from .base import Encoding, parameter
 from .registry import register
 
@@ -90,10 +90,7 @@ class Sincos2D(Encoding):
         return parse_grid_shape(self.grid)
 
     def _check_size(self, n_positions, dim):
-        total = int(np.prod(self.grid_shape(n_positions)))
-        if n_positions > total:
-            raise ValueError(f"{self.label}: n_positions={n_positions}, but the {self.grid} grid has {total} patches; "
-                             f"lower n_positions to at most {total}, or give a larger grid")
+        check_grid_size(self.label, self.grid_shape(n_positions), n_positions)
         if dim % 4:
             raise ValueError(f"{self.label}: dim={dim} is not a multiple of 4 (sin and cos of dim/4 frequencies per "
                              "axis); use a dim divisible by 4")
