@@ -207,3 +207,33 @@ def test_published_configs_read_as_transformers_reads_them(tmp_path, name):
     np.testing.assert_allclose(ax.resolve().inv_freq[:quarter], vision_rotary.inv_freq.double().numpy(), rtol=6e-7)
     vcos, _ = vision_rotary(torch.zeros(20, 8), torch.from_numpy(grid_points((4, 5), 20)))
     np.testing.assert_allclose(ax.generate(20, 1)[:, :2 * quarter], vcos[:, :2 * quarter].double().numpy(), atol=2e-6)
+
+
+def _vision_rotary(model_type):
+    """(config class, the vision rotary module class) of a vision tower type in transformers."""
+    import importlib
+    import inspect
+
+    cls = transformers.CONFIG_MAPPING[model_type]
+    mod = importlib.import_module(cls.__module__.replace("configuration_", "modeling_"))
+    rotary = [c for n, c in inspect.getmembers(mod, inspect.isclass)
+              if n.endswith("RotaryEmbedding") and "Vision" in n and c.__module__ == mod.__name__]
+    return cls, rotary[0]
+
+
+@pytest.mark.parametrize("model_type", __import__("poslab.encodings.axial", fromlist=["x"]).AXIAL_CONFIGS)
+def test_every_axial_tower_poslab_reads_equals_its_module(tmp_path, model_type):
+    """Each vision tower in AXIAL_CONFIGS, its config class at its defaults saved with save_pretrained (only the
+    keys that differ from the defaults are written), read by axial_rope: inv_freq and cos / sin at (h, w) ids
+    equal its transformers rotary module's."""
+    cls, rotary_cls = _vision_rotary(model_type)
+    config = cls(rope_parameters={"rope_type": "axial", "rope_theta": 321.0})
+    rotary = rotary_cls(config)
+    enc = make_encoding("axial_rope", config=_saved(tmp_path, config), grid="3x5", pairing="half")
+    r = enc.resolve()
+    quarter = len(r.inv_freq) // 2
+    assert r.rope_theta == 321.0
+    np.testing.assert_allclose(r.inv_freq[:quarter], rotary.inv_freq.double().numpy(), rtol=6e-7)
+    cos, sin = rotary(torch.zeros(15, 8), torch.from_numpy(grid_points((3, 5), 15)))
+    np.testing.assert_allclose(enc.generate(15, 1), np.concatenate(
+        [cos[:, :2 * quarter].double().numpy(), sin[:, :2 * quarter].double().numpy()], axis=1), atol=2e-6)

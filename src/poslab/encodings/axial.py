@@ -172,19 +172,25 @@ class AxesResolution:
         return "; ".join(out)
 
 
-# Axial vision towers whose 2-D RoPE poslab reads from a config (checked against transformers in tests/hf):
-# model_type -> keys giving (head width numerator, heads). Each splits head_dim / 2 dims between h and w.
-AXIAL_CONFIGS = {
-    "qwen2_vl_vision": ("embed_dim", "num_heads", 1280, 16),
-    "qwen2_5_vl_vision": ("hidden_size", "num_heads", 3584, 16),
-    "qwen3_vl_vision": ("hidden_size", "num_heads", 1152, 16),
-    "qwen3_vl_moe_vision": ("hidden_size", "num_heads", 1152, 16),
-}
+#: Vision towers whose 2-D RoPE (rope_type ``axial``) poslab reads from a config: those whose transformers
+#: module gives h and w each head_dim / 4 pairs with the frequencies rope_theta^(-2j/(head_dim/2)), h's block
+#: then w's (Qwen2-VL's ``VisionRotaryEmbedding``), head_dim = ``head_dim``, else hidden_size // heads. Each is
+#: checked against its module in tests/hf/test_multi_axis.py. Qwen2-VL's tower takes embed_dim, not hidden_size.
+#: Not read (other layouts): Inkling2 (w's block first, interleaved pairs), Pixtral, Gemma 4, Kimi-K2.5,
+#: MiniMax-M3-VL, Step-3.5 (other frequency splits), SAM 2 / 3 and EdgeTAM (no head_dim rule).
+AXIAL_CONFIGS = (
+    "cohere_compass_vision", "dots3_note_vision_encoder", "ernie4_5_vl_moe_vision", "exaone4_5_vision",
+    "glm4v_moe_vision", "glm4v_vision", "glm5_next_vision", "glm_ocr_vision", "lfm3_vl_vision",
+    "muse_glimmer_vision", "muse_spark_vision", "paddleocr_vl_vision", "qwen2_5_omni_vision_encoder",
+    "qwen2_5_vl_vision", "qwen2_vl_vision", "qwen3_5_moe_vision", "qwen3_5_vision", "qwen3_omni_moe_vision_encoder",
+    "qwen3_vl_moe_vision", "qwen3_vl_vision", "qwen4_exp_vision", "video_llama_3_vision",
+)
+_HIDDEN_KEY = {"qwen2_vl_vision": ("embed_dim", 1280)}  # the key and class default of the width split into heads
 
 
 @functools.lru_cache(maxsize=64)
 def read_axial_config(path: str) -> tuple[dict, dict, tuple[str, ...]]:
-    """(values, sources, rules) of a Qwen-VL vision tower's 2-D RoPE, from its config.json.
+    """(values, sources, rules) of a vision tower's 2-D RoPE (Qwen-VL style), from its config.json.
 
     A vision config (``model_type`` one of :data:`AXIAL_CONFIGS`) or a multimodal one holding it as
     ``vision_config``. Values: ``head_dim``, ``rope_theta``.
@@ -221,28 +227,34 @@ def read_axial_config(path: str) -> tuple[dict, dict, tuple[str, ...]]:
         raise ParameterError(
             f"axial_rope: config {file}: model_type {model_type!r} is not a vision tower whose 2-D RoPE poslab reads "
             f"({', '.join(AXIAL_CONFIGS)}, or a multimodal config holding one); give axes_dim and rope_theta inline")
-    heads_num, heads_key, hidden_default, heads_default = AXIAL_CONFIGS[model_type]
+    arch = architectures().get(model_type, {})
+    fields = arch.get("fields", {})
+    aliases = {std: alias for alias, std in arch.get("aliases", {}).items()}
+    hidden_key, hidden_default = _HIDDEN_KEY.get(model_type, ("hidden_size", fields.get("hidden_size")))
+    heads_key = aliases.get("num_attention_heads", "num_attention_heads")
     where = f"config: {part + '.' if part else ''}"
     sources = {}
     if cfg.get("head_dim") is not None:
-        head, sources["head_dim"] = int(cfg["head_dim"]), f"{where}head_dim"
+        head, sources["head_dim"] = cfg["head_dim"], f"{where}head_dim"
     else:
-        hidden = cfg.get(heads_num, hidden_default)
-        heads = cfg.get(heads_key, cfg.get("num_attention_heads", heads_default))
+        hidden = cfg.get(hidden_key, hidden_default)
+        heads = cfg.get(heads_key, cfg.get("num_attention_heads", fields.get("num_attention_heads")))
         if not isinstance(hidden, int) or not isinstance(heads, int) or heads < 1 or hidden < heads:
-            raise ParameterError(f"axial_rope: config {file}: {heads_num} = {hidden!r}, {heads_key} = {heads!r}: "
-                                 "no head width")
+            raise ParameterError(f"axial_rope: config {file}: {hidden_key} = {hidden!r}, {heads_key} = {heads!r}: "
+                                 "no head width; give head_dim, or axes_dim inline")
         head = hidden // heads
-        sources["head_dim"] = (f"{heads_num} // {heads_key} ({where}{heads_num} / "
-                               f"{'architecture default' if heads_num not in cfg else 'given'})")
+        given = [k for k in (hidden_key, heads_key) if k in cfg]
+        sources["head_dim"] = (f"{hidden_key} // {heads_key} ({where}{', '.join(given) or 'none'} given; "
+                               f"the rest: architecture default ({model_type}))")
+    if not isinstance(head, int) or head < 4:
+        raise ParameterError(f"axial_rope: config {file}: head_dim = {head!r}: a 2-D RoPE needs an integer >= 4")
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
-    arch = architectures().get(model_type, {})
     if rope.get("rope_theta") is not None:
         theta, sources["rope_theta"] = float(rope["rope_theta"]), f"{where}rope_parameters.rope_theta"
     elif cfg.get("rope_theta") is not None:
         theta, sources["rope_theta"] = float(cfg["rope_theta"]), f"{where}rope_theta"
     else:
-        theta = float(arch.get("default_theta", 10000.0))
+        theta = float((arch.get("rope_parameters") or {}).get("rope_theta", arch.get("default_theta", 10000.0)))
         sources["rope_theta"] = f"architecture default ({model_type})"
     kind = rope.get("rope_type", rope.get("type", "axial"))
     if kind not in ("axial", "default"):
@@ -251,7 +263,7 @@ def read_axial_config(path: str) -> tuple[dict, dict, tuple[str, ...]]:
         raise ParameterError(f"axial_rope: config {file}: head_dim {head} is not a multiple of 4: h and w each need "
                              "whole frequency pairs")
     rules.append(f"{model_type}: 2-D axial RoPE, head_dim {head}: h and w each rotate head_dim / 4 = {head // 4} "
-                 f"pairs with the same frequencies rope_theta^(-2j/(head_dim/2)), as transformers' vision rotary")
+                 "pairs with the same frequencies rope_theta^(-2j/(head_dim/2)), as its transformers vision rotary")
     return {"head_dim": head, "rope_theta": theta}, sources, tuple(rules)
 
 
