@@ -59,6 +59,21 @@ TEXT = {
                          dict(hidden_size=512, num_attention_heads=2, head_dim=256, rope_parameters={
                              "rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25}),
                          "interleaved", (11, 11, 10)),  # section left out: the module's default [11, 11, 10]
+    "paddleocr_vl_text": ("paddleocr_vl", "PaddleOCRTextConfig", "PaddleOCRRotaryEmbedding",
+                          dict(hidden_size=256, num_attention_heads=2, head_dim=128),  # default section [16,24,24]
+                          "chunked", (16, 24, 24)),
+    "cosmos3_edge_text": ("cosmos3_edge", "Cosmos3EdgeTextConfig", "Cosmos3EdgeTextRotaryEmbedding",
+                          dict(hidden_size=256, num_attention_heads=2, rope_parameters={
+                              "rope_type": "default", "rope_theta": 1e8, "mrope_section": [24, 20, 20]}),
+                          "interleaved", (24, 20, 20)),
+    "hy_v4_vl_text": ("hy_v4_vl", "HYV4VLTextConfig", "HYV4VLRotaryEmbedding",
+                      dict(hidden_size=256, num_attention_heads=2, head_dim=128, rope_parameters={
+                          "rope_type": "default", "rope_theta": 1e4}),  # MLA: qk_rope_head_dim 64 rotates;
+                      "interleaved", (12, 10, 10)),                     # the class's default section [12, 10, 10]
+    "qwen4_exp_text": ("qwen4_exp", "Qwen4ExpTextConfig", "Qwen4ExpTextRotaryEmbedding",
+                       dict(hidden_size=512, num_attention_heads=2, head_dim=256, rope_parameters={
+                           "rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25}),
+                       "interleaved", (11, 11, 10)),
 }
 
 

@@ -46,6 +46,10 @@ MROPE_ARCHITECTURES = {
     "qwen3_vl_moe_text": ("interleaved", (24, 20, 20)),
     "qwen3_5_text": ("interleaved", (11, 11, 10)),
     "qwen3_5_moe_text": ("interleaved", (11, 11, 10)),
+    "paddleocr_vl_text": ("chunked", (16, 24, 24)),
+    "cosmos3_edge_text": ("interleaved", (24, 20, 20)),
+    "hy_v4_vl_text": ("interleaved", (24, 20, 20)),
+    "qwen4_exp_text": ("interleaved", (11, 11, 10)),
 }
 
 
