@@ -280,6 +280,28 @@ def _decay_marks(summary, labels):
     return marks
 
 
+#: Profiles longer than this are drawn from the extremes of as many bins (per axis), not from every distance.
+MAX_DRAWN_POINTS = 8192
+
+
+def _drawn_points(x, y, *, log: bool = False, limit: int = MAX_DRAWN_POINTS) -> np.ndarray:
+    """Indices of the points of a long curve worth drawing: in each of limit / 2 bins along x (equal on a linear
+    axis, geometric on a log one) its lowest and highest point, in order, and both ends — a figure's pixels show
+    no more (its ripples' envelope is kept); every point when there are at most ``limit``. The tables keep all."""
+    n = len(x)
+    if n <= limit:
+        return np.arange(n)
+    lo, hi = max(float(x[0]), 1.0) if log else float(x[0]), float(x[-1])
+    edges = np.geomspace(lo, hi, limit // 2 + 1) if log and hi > lo else np.linspace(x[0], hi, limit // 2 + 1)
+    bins = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, limit // 2 - 1)
+    yy = np.where(np.isfinite(y), y, np.nan)
+    frame = pd.DataFrame({"bin": bins, "y": yy, "i": np.arange(n)})
+    ok = frame.dropna(subset=["y"])
+    keep = np.concatenate([ok.loc[ok.groupby("bin")["y"].idxmin(), "i"], ok.loc[ok.groupby("bin")["y"].idxmax(), "i"],
+                           [0, n - 1]])
+    return np.unique(keep)
+
+
 def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = None, labels=None, min_distance=1,
                       panel_size=(6.0, 4.2), title=None) -> Figure:
     """Similarity profiles against distance, on a linear and a log distance axis.
@@ -341,6 +363,8 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         colour = colours[label]
         for ax, start in starts.items():
             d = s[s["distance"] >= start]
+            full_x, full_y = d["distance"].to_numpy(dtype=float), d["mean"].to_numpy(dtype=float)
+            d = d.iloc[_drawn_points(full_x, full_y, log=ax is ax_log)]  # long profiles: what a pixel shows
             x = d["distance"].to_numpy(dtype=float)
             ax.plot(x, d["mean"].to_numpy(dtype=float), color=colour, lw=1.6, ls="-", label=label)
             if (d["n_seeds"] > 1).any():
@@ -353,7 +377,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                 any_ci = True
             if label in marks:
                 length, low, high = marks[label][:3]
-                y_at = float(np.interp(length, x, d["mean"].to_numpy(dtype=float)))
+                y_at = float(np.interp(length, full_x, full_y))
                 if np.isfinite(low) and np.isfinite(high):  # the interval as drawn from its ends: a point estimate
                     # may lie outside its own percentile interval (a biased statistic), never a negative error bar
                     ax.plot([low, high], [y_at, y_at], color=colour, lw=1.5, marker="|", ms=6, zorder=5)
@@ -444,6 +468,8 @@ def first_minimum_figure(tables, title=None):
         run = runs.iloc[0]  # the first seed of a stochastic encoding
         rows = tables["profiles"][(tables["profiles"]["label"] == label) & (
             tables["profiles"]["seed"].isna() if pd.isna(run["seed"]) else tables["profiles"]["seed"] == run["seed"])]
+        rows = rows.iloc[_drawn_points(rows["distance"].to_numpy(dtype=float),
+                                       rows["mean_similarity"].to_numpy(dtype=float))]  # long profiles: thinned
         ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4,
                 label=textwrap.shorten(str(label), 48))
         ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", color=colour, ms=8, mec="black")
