@@ -19,6 +19,7 @@ EXAMPLES = {
     "power_law": {"amplitude": 0.8, "exponent": 0.3, "asymptote": 0.05},  # decay length e^(1/0.3) - 1 = 27
     "stretched_exponential": {"amplitude": 0.6, "length": 50.0, "stretch": 0.6, "asymptote": 0.2},
     "damped_cosine": {"amplitude": 0.7, "length": 150.0, "period": 90.0, "asymptote": 0.1},
+    "log_law": {"intercept": 0.95, "slope": 0.1},
 }
 LENGTH_LIKE = {"length", "sigma", "period"}  # scale with the distance step
 MONOTONE = ["exponential", "gaussian", "power_law", "stretched_exponential"]
@@ -27,12 +28,13 @@ GRIDS = {
     "step8": (np.arange(4, 4096, 8, dtype=float), 8),
     "irregular": (np.concatenate([np.arange(1, 256.0), np.arange(256, 1024.0, 8)]), 1),
 }
-PARAMS = ["amplitude", "length", "asymptote", "sigma", "exponent", "stretch", "period"]
+PARAMS = ["amplitude", "length", "asymptote", "sigma", "exponent", "stretch", "period", "intercept", "slope"]
 ALL_COLUMNS = [
     "target", "model", "status", "message",
     *(c for p in PARAMS for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")),
-    "r2", "rmse", "aic", "aicc", "bic", "akaike_weight", "decay_length", "decay_length_se",
-    "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "selected",
+    "r2", "rmse", "aic", "aicc", "bic", "qaicc", "akaike_weight", "decay_length", "decay_length_se",
+    "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "fit_min_distance", "fit_max_distance",
+    "fit_range_rule", "misfit", "gof_test", "durbin_watson", "c_hat", "n_effective", "selected",
 ]
 
 
@@ -60,7 +62,7 @@ def test_registry_order_and_parameter_names():
     for name, model in DECAY_MODELS.items():
         assert model.name == name
         assert model.param_names == tuple(EXAMPLES[name])
-        assert "asymptote" in model.formula
+        assert ("asymptote" in model.formula) != model.scale_free
 
 
 @pytest.mark.parametrize("grid_key", list(GRIDS))
@@ -92,12 +94,34 @@ def test_decay_length_definition(name):
     assert fl - asymptote == pytest.approx((f0 - asymptote) / math.e, rel=1e-12)
 
 
+@pytest.mark.parametrize("start", [0.0, 1.0, 7.5, 40.0])
+@pytest.mark.parametrize("name", [*MONOTONE, "damped_cosine"])
+def test_decay_length_from_a_start_distance(name, start):
+    """f(d0 + L) - asymptote == (f(d0) - asymptote) / e: the decay length measured from the first fitted distance."""
+    model = DECAY_MODELS[name]
+    params = np.array(list(EXAMPLES[name].values()))
+    length = model.decay_length(params, start)
+    if name == "damped_cosine" and start >= EXAMPLES[name]["period"] / 4:
+        assert math.isnan(length)  # nothing left to fall from: g(start) <= 0
+        return
+    f0, fl = model.function(np.array([start, start + length]), *params)
+    asymptote = EXAMPLES[name]["asymptote"]
+    assert fl - asymptote == pytest.approx((f0 - asymptote) / math.e, rel=1e-9)
+    if name == "exponential":
+        assert length == EXAMPLES[name]["length"]  # memoryless: the same from any start
+
+
+def test_the_log_law_has_no_decay_length():
+    assert math.isnan(DECAY_MODELS["log_law"].decay_length(np.array([0.9, 0.1]), 1.0))
+    assert DECAY_MODELS["log_law"].scale_free
+
+
 @pytest.mark.parametrize("name", MONOTONE)
 def test_fitted_decay_length_follows_definition(name):
     d, y, _ = synthetic(name, "unit")
     fit = fit_decay(d, y, models=[name]).fits[0]
     model = DECAY_MODELS[name]
-    f0, fl = model.function(np.array([0.0, fit.decay_length]), *fit.params.values())
+    f0, fl = model.function(np.array([d[0], d[0] + fit.decay_length]), *fit.params.values())
     off = fit.params["asymptote"]
     assert fl - off == pytest.approx((f0 - off) / math.e, rel=1e-9)
 
@@ -257,7 +281,10 @@ def test_sinusoidal_closed_form_profile_fits():
     assert isinstance(fits, DecayFits)
     assert fits.selected is not None and fits.selected.status == "ok"
     assert sum(f.selected for f in fits.fits) == 1
-    assert np.isfinite(fits.selected.decay_length) and fits.selected.decay_length > 0
+    # a log law with slope 1 / ln base (the cosine-integral limit): scale-free, so no decay length
+    assert fits.selected.model == "log_law" and math.isnan(fits.selected.decay_length)
+    assert fits.selected.params["slope"] == pytest.approx(1 / math.log(10000.0), rel=0.02)
+    assert math.isnan(fits.averaged()[0]) and "scale-free" in fits.averaged()[2]
 
 
 def test_nonfinite_and_unpaired_points_are_masked():
@@ -284,7 +311,7 @@ def test_too_few_points_per_model():
     fits = fit_decay(d, np.exp(-d / 2))
     status = {f.model: f.status for f in fits.fits}
     assert status["stretched_exponential"] == status["damped_cosine"] == "too_few_points"
-    assert "needs at least 6" in fits.fits[-1].message
+    assert "needs at least 6" in next(f for f in fits.fits if f.model == "damped_cosine").message
     nan_only = fit_decay([1.0, np.nan], [1.0, 0.5])
     assert {f.status for f in nan_only.fits} == {"too_few_points"}
     assert nan_only.fits[0].n_points == 1
@@ -320,7 +347,7 @@ def test_guess_is_never_reported_as_result():
     y = np.where(d < 2, 1e-3, 0.0)  # one tiny step: not flat, nothing to fit
     for f in fit_decay(d, y).fits:
         if f.status == "ok":
-            assert np.isfinite(f.decay_length)
+            assert np.isfinite(f.decay_length) != f.decay_model.scale_free
         else:
             assert math.isnan(f.decay_length) and f.message
 
@@ -356,14 +383,15 @@ def test_the_catalogue_is_read_only_and_models_carry_their_hints():
     with pytest.raises(TypeError):
         DECAY_MODELS["mine"] = DECAY_MODELS["exponential"]  # pass DecayModel objects to fit_decay instead
     model = DECAY_MODELS["gaussian"]
-    assert model.param_names == ("amplitude", "sigma", "asymptote") and model.length_rule == "sigma * sqrt(2)"
+    assert model.param_names == ("amplitude", "sigma", "asymptote") and model.length_rule.startswith("sqrt(d0**2 + 2 * sigma**2) - d0")
     assert [p.unit for p in model.parameters] == ["cosine similarity", "positions", "cosine similarity"]
 
 
 def test_maxfev_gives_not_converged():
     d, y = c12_curve()
     fits = fit_decay(d, y, maxfev=2)
-    assert {f.status for f in fits.fits} == {"not_converged"}
+    assert {f.status for f in fits.fits if f.model != "log_law"} == {"not_converged"}
+    assert "distances > 0" in fits.fits[-1].message  # c12's curve starts at distance 0: no ln d
     assert "did not converge" in fits.fits[0].message
     assert fits.selected is None and np.isnan(fits.predict([1.0, 2.0])).all()
 
@@ -452,10 +480,17 @@ def test_aicc_and_akaike_weights():
     for f in ok:
         k = len(f.params)
         assert f.aicc == pytest.approx(f.aic + 2 * k * (k + 1) / (f.n_points - k - 1), rel=1e-12)
-    best = min(f.aicc for f in ok)
-    raw = np.array([math.exp(-(f.aicc - best) / 2) for f in ok])
+    general = max(ok, key=lambda f: (len(f.params), -f.chi2))  # the most general ok model gives c_hat
+    tau = decay.autocorrelation_time(general.residuals)
+    assert fits.c_hat == pytest.approx(tau * general.chi2 / (general.n_points - len(general.params)), rel=1e-12)
+    assert fits.n_effective == pytest.approx(general.n_points / tau, rel=1e-12)
+    for f in ok:
+        k = len(f.params) + 1
+        assert f.qaicc == pytest.approx(f.chi2 / fits.c_hat + 2 * k + 2 * k * (k + 1) / (fits.n_effective - k - 1))
+    best = min(f.qaicc for f in ok)
+    raw = np.array([math.exp(-(f.qaicc - best) / 2) for f in ok])
     np.testing.assert_allclose([f.akaike_weight for f in ok], raw / raw.sum(), rtol=1e-12)
-    assert fits.selected.aicc == best
+    assert fits.selected.qaicc == best
     assert all(math.isnan(f.akaike_weight) for f in fits.fits if f.status != "ok")
 
 
@@ -532,7 +567,8 @@ def test_a_decay_with_a_long_noisy_tail_is_not_rising():
     table = make_encoding("smoothed_random", length_scale=4.0).generate(1024, 256, rng=np.random.default_rng(0))
     p = similarity_profile(table)
     fits = fit_decay(p.distance[1:], p.mean_similarity[1:], n_pairs=p.n_pairs[1:], std=p.std_similarity[1:])
-    assert fits.selected is not None and fits.selected.decay_length == pytest.approx(8.0, rel=0.05)
+    # decay length measured from distance 1: sqrt(4 sigma^2 + 1) - 1 for the profile exp(-k^2 / (4 sigma^2))
+    assert fits.selected is not None and fits.selected.decay_length == pytest.approx(math.sqrt(65) - 1, rel=0.05)
 
 
 def test_envelope_of_an_oscillating_profile():

@@ -50,7 +50,7 @@ import math
 import warnings
 
 import numpy as np
-from scipy import fft, optimize
+from scipy import fft, optimize, stats
 
 from .bands import first_crossings
 from .decay import MAXFEV, DecayFits
@@ -58,7 +58,8 @@ from .decay import MAXFEV, DecayFits
 __all__ = [
     "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS", "MAX_FAILED_FRACTION",
     "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_units",
-    "bootstrap_anchor_blocks", "percentile_interval",
+    "bootstrap_anchor_blocks", "percentile_interval", "block_standard_errors", "block_noise", "politis_white",
+    "choose_block_length", "MIN_BLOCKS", "interval_widening",
 ]
 
 #: Resamples per bootstrap (refits of the selected decay model per run).
@@ -75,6 +76,8 @@ MAX_FAILED_FRACTION = 0.1
 _FFT_BLOCK_ENTRIES = 2**22
 #: Fewest dims per chunk of :func:`anchor_block_sums` (even if the FFT buffer grows beyond _FFT_BLOCK_ENTRIES).
 _MIN_CHUNK_DIMS = 16
+#: Stand-in for +inf replicates inside the quantiles.
+_BEYOND = 1e300
 #: Entries of the temporaries of the interval computations (8 MiB of float64).
 _CHUNK_ENTRIES = 2**20
 
@@ -172,6 +175,134 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
     return AnchorBlocks(sums, counts, block_length)
 
 
+def block_noise(blocks: AnchorBlocks) -> np.ndarray:
+    """The mean profile's noise with the anchor blocks as independent clusters, as one column per block.
+
+    Parameters
+    ----------
+    blocks : AnchorBlocks
+        B blocks' sums s_b(k) and pair counts c_b(k).
+
+    Returns
+    -------
+    ndarray of shape (max_distance + 1, n_blocks)
+        F[k, b] = sqrt(B_k / (B_k − 1)) · (s_b(k) − c_b(k) · ȳ(k)) / Σ_b c_b(k), ȳ = Σ s_b / Σ c_b, B_k the blocks
+        holding a pair at k: F Fᵀ is the cluster-robust (linearised ratio-estimator) covariance of the mean
+        profile across distances (Cochran 1977, §6.4; Liang & Zeger 1986), and the row norms are its standard
+        errors. Unlike std / sqrt(n_pairs) it counts the dependence between anchors of one block (they share
+        positions and, in a smooth table, similar vectors) and between distances (the same anchors serve every
+        distance); blocks longer than the dependence make the blocks nearly independent. Rows where fewer than
+        two blocks hold a pair are NaN; all zero for an exactly translation-invariant table.
+    """
+    sums, counts = blocks.sums, blocks.counts
+    total = counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums.sum(axis=0) / total
+        used = (counts > 0).sum(axis=0)
+        dev = np.where(counts > 0, sums - counts * mean, 0.0)
+        factor = (np.sqrt(used / np.maximum(used - 1, 1)) / total) * dev
+    factor[:, used < 2] = np.nan
+    return factor.T
+
+
+def block_standard_errors(blocks: AnchorBlocks) -> np.ndarray:
+    """Standard error of the mean profile at each distance, the row norms of :func:`block_noise`, shape
+    (max_distance + 1,); NaN where fewer than two blocks hold a pair."""
+    return np.sqrt(np.sum(block_noise(blocks) ** 2, axis=1))
+
+
+def politis_white(x) -> tuple[float, float]:
+    """Data-driven block length of the non-overlapping block bootstrap of a series' mean, and its correlation length.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        A (weakly) stationary series, e.g. the lag products S[i, i + k] over anchors i.
+
+    Returns
+    -------
+    (block_length, correlation_length) : floats
+        b = (2 Ĝ² / D̂)^(1/3) n^(1/3) with D̂ = 2 ĝ(0)² (the non-overlapping blocks' variance constant,
+        Lahiri 2003, §5.2 and §7.2), Ĝ = Σ λ(k/M) |k| R̂(k) and ĝ(0) = Σ λ(k/M) R̂(k) over |k| <= M with
+        the flat-top window λ (1 up to 1/2, then linear to 0 at 1), M = 2 m̂ and m̂ the first lag after which
+        K_n = max(5, ⌈sqrt(log10 n)⌉) autocorrelations lie within 2 sqrt(log10(n) / n) (Politis & White 2004,
+        with the correction of Patton, Politis & White 2009; the rule of ``arch``'s ``optimal_block_length``);
+        b is capped at min(3 sqrt(n), n / 3). ``correlation_length`` = Ĝ / ĝ(0), the relative downward bias of
+        the block variance with blocks of length b being about correlation_length / b (Künsch 1989). (1, 0) for
+        a constant series.
+    """
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 8:
+        return 1.0, 0.0
+    z = x - x.mean()
+    n_fft = fft.next_fast_len(2 * n, real=True)
+    f = fft.rfft(z, n_fft)
+    acov = fft.irfft(f * np.conj(f), n_fft)[:n] / n
+    if not acov[0] > 1e-300:
+        return 1.0, 0.0
+    rho = acov / acov[0]
+    k_n = max(5, math.ceil(math.sqrt(math.log10(n))))
+    m_max = math.ceil(math.sqrt(n)) + k_n
+    limit = 2 * math.sqrt(math.log10(n) / n)
+    small = np.abs(rho[1:]) < limit
+    m_hat = m_max
+    for m in range(0, m_max + 1):
+        if small[m:m + k_n].size == k_n and small[m:m + k_n].all():
+            m_hat = m
+            break
+    big_m = min(2 * max(m_hat, 1), m_max, n - 1)
+    lags = np.arange(-big_m, big_m + 1)
+    lam = np.clip(2 * (1 - np.abs(lags) / big_m), 0.0, 1.0)
+    r = acov[np.abs(lags)]
+    g_big = float(np.sum(lam * np.abs(lags) * r))
+    g0 = float(np.sum(lam * r))
+    if not g0 > 0:
+        return 1.0, 0.0
+    b = (2 * g_big**2 / (2 * g0**2)) ** (1 / 3) * n ** (1 / 3)
+    return float(min(max(b, 1.0), 3 * math.sqrt(n), n / 3)), float(max(g_big / g0, 0.0))
+
+
+#: Fewest anchor blocks a data-driven block length leaves (an interval from fewer units is too coarse).
+MIN_BLOCKS = 8
+
+
+def choose_block_length(units, max_distance: int, *, max_blocks: int = N_BLOCKS) -> tuple[int, float]:
+    """Anchors per block, from the data: the largest Politis–White length over the lag-product series.
+
+    Parameters
+    ----------
+    units : UnitRows
+    max_distance : int
+    max_blocks : int
+        Most blocks (the block-pair spectra cost O(max_blocks · n) memory): block_length >= n / max_blocks.
+
+    Returns
+    -------
+    (block_length, correlation_length)
+        For k = 1, 2, 4, ... up to max_distance / 2 (at least k = 1) the series a_i = S[i, i + k] over valid
+        anchors i gives :func:`politis_white`'s length; the largest, rounded up, clipped to
+        [⌈n / max_blocks⌉, ⌊n / MIN_BLOCKS⌋] (at least 1); and the largest correlation length (positions).
+        O(n · dim) per distance, about log2(max_distance) distances.
+    """
+    u, valid = units.vectors, units.valid
+    n = len(u)
+    lags = [1]
+    while lags[-1] * 2 <= max(1, max_distance // 2):
+        lags.append(lags[-1] * 2)
+    best, corr = 1.0, 0.0
+    for k in lags:
+        if k >= n:
+            break
+        a = np.einsum("ij,ij->i", u[:-k], u[k:])
+        a = a[valid[:-k] & valid[k:]]
+        b, c = politis_white(a)
+        best, corr = max(best, b), max(corr, c)
+    low, high = math.ceil(n / max_blocks), max(1, n // MIN_BLOCKS)
+    return int(min(max(math.ceil(best), low), max(high, low))), float(corr)
+
+
 def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     """Σ_{i∈B_b} x_i · x_{i+k} for the blocks B_b = [b·L, (b + 1)·L) of x (n, dim), k < size, by
     real FFTs (see :func:`anchor_block_sums`, Notes); shape (n_blocks, size), float64."""
@@ -249,8 +380,8 @@ def min_replicates(level: float) -> int:
     return math.ceil(2 / (1 - level) - 1e-9)
 
 
-def percentile_interval(values, level: float, *, integer: bool = False) -> tuple[float, float]:
-    """Percentile interval of bootstrap replicates.
+def percentile_interval(values, level: float, *, integer: bool = False, widen: float = 1.0) -> tuple[float, float]:
+    """Percentile interval of bootstrap replicates, optionally widened about their median.
 
     Parameters
     ----------
@@ -260,7 +391,11 @@ def percentile_interval(values, level: float, *, integer: bool = False) -> tuple
         Coverage in (0, 1).
     integer : bool
         Use the ``inverted_cdf`` quantile (an observed value, so integer
-        replicates give integer bounds) instead of linear interpolation.
+        replicates give integer bounds) instead of linear interpolation; a widened
+        interval is rounded outwards.
+    widen : float
+        Each end moved away from the replicates' median by this factor (>= 1;
+        :func:`interval_widening`): low = m − widen · (m − q_low), high = m + widen · (q_high − m).
 
     Returns
     -------
@@ -275,9 +410,44 @@ def percentile_interval(values, level: float, *, integer: bool = False) -> tuple
     v = v[~np.isnan(v)]
     if v.size < min_replicates(level) or not np.isfinite(v).any():
         return math.nan, math.nan
-    q = np.quantile(v, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf" if integer else "linear")
+    method = "inverted_cdf" if integer else "linear"
+    v = np.where(np.isposinf(v), _BEYOND, v)  # +inf: beyond any bound (interpolating with inf gives inf - inf)
+    q = np.quantile(v, [(1 - level) / 2, (1 + level) / 2], method=method)
+    q[q >= _BEYOND / 2] = np.inf
+    if widen != 1.0:
+        mid = float(np.quantile(v, 0.5, method=method))
+        if mid < _BEYOND / 2:
+            q = np.array([mid - widen * (mid - q[0]), mid + widen * (q[1] - mid)])
+            if integer:
+                q = np.array([math.floor(q[0]), math.ceil(q[1]) if np.isfinite(q[1]) else q[1]])
     low, high = (float(x) if np.isfinite(x) else math.nan for x in q)
     return low, high
+
+
+def interval_widening(n_units: int, level: float, correlation_length: float = 0.0,
+                      block_length: float | None = None) -> float:
+    """Factor by which percentile intervals from ``n_units`` resampled units are widened about their median.
+
+    Two corrections, multiplied:
+
+    * few units (Hesterberg 2015, "What teachers should know about the bootstrap", §5: the expanded
+      percentile interval): a bootstrap of B units has variance (B − 1) / B of the plug-in one and no
+      allowance for estimating it from B units; the normal interval needs sqrt(B / (B − 1)) ·
+      t_{B−1, (1 + level) / 2} / z_{(1 + level) / 2} to match Student's (1.04 at B = 32, 1.29 at B = 8);
+    * blocks shorter than the dependence (anchor blocks): neighbouring blocks are correlated, so the
+      block variance is low by the fraction correlation_length / block_length (Künsch 1989, first-order
+      bias; correlation_length = Σ|k| γ(k) / Σ γ(k) from :func:`politis_white`): 1 / sqrt(1 − ratio), the
+      ratio capped at 1/2.
+
+    Returns 1 when ``n_units`` < 2.
+    """
+    if n_units < 2:
+        return 1.0
+    z = stats.norm.ppf((1 + level) / 2)
+    factor = math.sqrt(n_units / (n_units - 1)) * stats.t.ppf((1 + level) / 2, n_units - 1) / z
+    if block_length and correlation_length > 0:
+        factor /= math.sqrt(1 - min(correlation_length / block_length, 0.5))
+    return float(factor)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,6 +481,12 @@ class BootstrapResult:
         every distance): the units carry no sampling variability, as in an
         exactly translation-invariant table, and every interval has zero
         width for that reason, not because it was estimated narrow.
+    widening : float
+        Factor the percentile intervals were widened by about the replicates' median (:func:`interval_widening`).
+    correlation_length : float
+        Of the anchors' lag products (positions), behind ``widening``.
+    summaries, summaries_ci : dict
+        Replicates (shape (n_resamples,)) and intervals of the model-free summaries (``summarise``).
     """
 
     method: str
@@ -325,6 +501,10 @@ class BootstrapResult:
     profile_ci: tuple[np.ndarray, np.ndarray]
     n_failed: int
     exact: bool = False
+    widening: float = 1.0
+    correlation_length: float = math.nan
+    summaries: dict = dataclasses.field(default_factory=dict)
+    summaries_ci: dict = dataclasses.field(default_factory=dict)
 
 
 def _column_quantiles(values, qs):
@@ -368,10 +548,11 @@ def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
     """Refit the selected model to resampled fitted points y_all (pairs n_all), shape (n_resamples, n_points)."""
     best = fits.selected
     reps = np.full(y_all.shape[0], np.nan)
-    if best is None:
+    if best is None or best.decay_model.scale_free:
         return reps, 0
     model = best.decay_model
     d_fit = fits.distance
+    start, end = fits.fit_range
     p0 = np.array([best.params[p] for p in model.param_names])
     lower, upper = (np.asarray(b, dtype=float) for b in model.bounds(d_fit, fits.similarity))
     failed = 0
@@ -388,18 +569,18 @@ def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
                     popt, _ = optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
                                                  absolute_sigma=False, bounds=(lower, upper), method="trf",
                                                  x_scale="jac", maxfev=MAXFEV)
-                length = model.decay_length(popt)
+                length = model.decay_length(popt, start)
             if not np.isfinite(length):
                 raise ValueError("no finite decay length")
-            reps[r] = length
+            reps[r] = length if start + length <= end else np.inf  # not reached within the fit range
         except Exception:  # noqa: BLE001 - a failed refit is a NaN replicate, counted
             failed += 1
     return reps, failed
 
 
 def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rng, *, fits: DecayFits, thresholds,
-                            level: float = BOOTSTRAP_LEVEL,
-                            max_failed_fraction: float = MAX_FAILED_FRACTION) -> BootstrapResult:
+                            level: float = BOOTSTRAP_LEVEL, max_failed_fraction: float = MAX_FAILED_FRACTION,
+                            correlation_length: float = 0.0, summarise=None) -> BootstrapResult:
     """The anchor-block bootstrap of one run: :func:`bootstrap_units` over its anchor blocks.
 
     Parameters
@@ -409,7 +590,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     blocks : AnchorBlocks
     n_resamples : int
     rng : numpy.random.Generator
-    fits, thresholds, level, max_failed_fraction
+    fits, thresholds, level, max_failed_fraction, correlation_length, summarise
         As for :func:`bootstrap_units`.
 
     Returns
@@ -419,12 +600,14 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     """
     return bootstrap_units(distance, blocks.sums, blocks.counts, n_resamples, rng, fits=fits, thresholds=thresholds,
                            level=level, method="anchor_block", block_length=blocks.block_length,
-                           max_failed_fraction=max_failed_fraction)
+                           max_failed_fraction=max_failed_fraction, correlation_length=correlation_length,
+                           summarise=summarise)
 
 
 def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: DecayFits, thresholds,
                     level: float = BOOTSTRAP_LEVEL, method: str = "anchor_block", block_length: int | None = None,
-                    max_failed_fraction: float = MAX_FAILED_FRACTION) -> BootstrapResult:
+                    max_failed_fraction: float = MAX_FAILED_FRACTION, correlation_length: float = 0.0,
+                    summarise=None) -> BootstrapResult:
     """Band widths, refitted decay lengths and intervals from units (anchor blocks or seeds) resampled with replacement.
 
     Each resample draws the units with replacement (:func:`resample_units`,
@@ -459,10 +642,18 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     max_failed_fraction : float
         More failed refits than this fraction leave the decay-length interval
         NaN (default MAX_FAILED_FRACTION = 0.1).
+    correlation_length : float
+        Of the anchors' lag products (:func:`choose_block_length`): with ``block_length`` it widens the anchor-block
+        intervals (:func:`interval_widening`).
+    summarise : callable, optional
+        ``summarise(distance, profiles) -> dict of name -> ndarray of shape (n_rows,)``: model-free summaries of
+        resampled profiles (rows), e.g. :func:`poslab.analysis.summaries`'s vectorised form; called on chunks
+        of resamples (O(~8 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``.
 
     Returns
     -------
     BootstrapResult
+        Anchor blocks: every interval widened by :func:`interval_widening` (recorded as ``widening``); seeds: not.
     """
     distance = np.asarray(distance, dtype=float)
     thresholds = tuple(float(t) for t in thresholds)
@@ -499,18 +690,39 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
         reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts))
-    return dataclasses.replace(_result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
-                                       max_failed_fraction), exact=bool(spread <= 1e-12))
+    replicates = {}
+    if summarise is not None:
+        rows = max(1, _CHUNK_ENTRIES // max(1, distance.size))
+        parts = [summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0])
+                 for r0 in range(0, n_resamples, rows)]
+        replicates = {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \
+            if parts else {}
+    widen = interval_widening(sums.shape[0], level, correlation_length, block_length) \
+        if method == "anchor_block" else 1.0
+    result = _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
+                     max_failed_fraction, widen)
+    summaries_ci = {name: percentile_interval(v, level, integer=_integral(v), widen=widen)
+                    for name, v in replicates.items()}
+    return dataclasses.replace(result, exact=bool(spread <= 1e-12), correlation_length=float(correlation_length),
+                               summaries=replicates, summaries_ci=summaries_ci)
+
+
+def _integral(values) -> bool:
+    """All finite values are whole numbers (distances): intervals then have integer ends."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(np.all(v == np.round(v)))
 
 
 def _result(method, level, block_length, thresholds, fits, reps, failed, widths, profile_ci,
-            max_failed_fraction) -> BootstrapResult:
+            max_failed_fraction, widen=1.0) -> BootstrapResult:
     """Percentile intervals of one bootstrap's replicates."""
     n_resamples = widths.shape[0]
     return BootstrapResult(
         method=method, level=float(level), n_resamples=int(n_resamples),
         block_length=block_length, thresholds=thresholds, decay_lengths=reps, band_widths=widths,
-        decay_length_ci=(percentile_interval(reps, level) if fits.selected is not None
+        decay_length_ci=(percentile_interval(reps, level, widen=widen) if fits.selected is not None
                          and failed <= max_failed_fraction * n_resamples else (math.nan, math.nan)),
-        band_widths_ci={t: percentile_interval(widths[:, j], level, integer=True) for j, t in enumerate(thresholds)},
-        profile_ci=profile_ci, n_failed=int(failed))
+        band_widths_ci={t: percentile_interval(widths[:, j], level, integer=True, widen=widen)
+                        for j, t in enumerate(thresholds)},
+        profile_ci=profile_ci, n_failed=int(failed), widening=float(widen))

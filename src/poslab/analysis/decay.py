@@ -114,7 +114,8 @@ import pandas as pd
 from scipy import fft, optimize, stats
 
 __all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
-           "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS"]
+           "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS", "fit_range_end",
+           "autocorrelation_time", "MAX_MISFIT", "EXACT_TOLERANCE"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
 #: A model must lower the AIC by this much against a constant (no decay) to be reported;
@@ -131,6 +132,15 @@ STD_FLOOR_ABSOLUTE = 1e-6
 OSCILLATION_MIN_DEPTH = 0.05
 #: ... and by more than this many median standard errors.
 OSCILLATION_MIN_SE = 25.0
+#: Goodness-of-fit gate: rms residual over rms noise (block standard error) above this is ``poor_fit``.
+MAX_MISFIT = 3.0
+#: ... for an exact profile (no noise): the largest |mean residual| over LOG_BINS bins of ln(1 + d), relative to
+#: the profile's range, above this is ``poor_fit``.
+EXACT_TOLERANCE = 0.1
+#: Bins of ln(1 + distance) of the exact gate.
+LOG_BINS = 20
+#: Noise at or below this everywhere (cosine similarity) makes a profile exact (translation invariant).
+EXACT_NOISE = 1e-9
 #: Profiles with more usable distances are fitted on bins (see "Long profiles").
 MAX_FIT_POINTS = 4096
 #: ... of which the first this many distances stay single points.
@@ -217,7 +227,8 @@ class DecayModel:
     length_rule : str
         How the decay length follows from the parameters, for people.
     length : callable
-        ``length(params) -> float``: the decay length in positions (module docstring).
+        ``length(params, start) -> float``: the decay length in positions measured from the distance
+        ``start`` (module docstring, "Decay length"); NaN for a scale-free model (the log law).
 
     ``guess(d, y)`` and ``bounds(d, y)`` take sorted distances and
     similarities of shape (n_points,) and return ``p0`` and ``(lower, upper)``,
@@ -229,7 +240,8 @@ class DecayModel:
     parameters: tuple[Parameter, ...]
     formula: str
     length_rule: str
-    length: Callable[[np.ndarray], float]
+    length: Callable[..., float]
+    scale_free: bool = False
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -246,9 +258,12 @@ class DecayModel:
         lower, upper = np.array([p.bounds(scales) for p in self.parameters], dtype=float).T
         return lower, upper
 
-    def decay_length(self, params) -> float:
-        """Decay length (positions) of the curve with parameters ``params`` (in order)."""
-        return self.length(params)
+    def decay_length(self, params, start: float = 0.0) -> float:
+        """Decay length (positions) of the curve with parameters ``params`` (in order), measured from ``start``.
+
+        The distance L over which f − asymptote falls to 1/e of its value at ``start`` (the first fitted
+        distance): f(start + L) − asymptote = (f(start) − asymptote) / e; NaN for a model without a scale."""
+        return self.length(params, start)
 
     def curve(self, distance, params: dict) -> np.ndarray:
         """The curve at ``distance`` (positions) with named parameters."""
@@ -309,22 +324,31 @@ def _dominant_period(d, z):
     return d.size * step / k
 
 
-def _damped_cosine_decay_length(p) -> float:
-    """First d > 0 with exp(-d / length) * cos(2 pi d / period) = 1/e.
-
-    The product falls monotonically on [0, min(length, period / 4)] from 1 to
-    at most 1/e, so the root is bracketed there and unique."""
-    _, length, period, _ = (float(v) for v in p)
-    upper = min(length, period / 4)
-
-    def excess(d):
-        return math.exp(-d / length) * math.cos(2 * math.pi * d / period) - 1 / math.e
-
-    return upper if excess(upper) >= 0 else float(optimize.brentq(excess, 0.0, upper, xtol=1e-12 * upper))
-
-
 def _length_bounds(s: Scales) -> tuple[float, float]:
     return s.spacing / 10, 100 * s.span
+
+
+def _damped_cosine_length(p, start: float = 0.0) -> float:
+    """Distance from ``start`` over which exp(-d / length) * cos(2 pi d / period) falls to 1/e of its value at
+    ``start``: the root of g(start + L) = g(start) / e, unique in [start, period / 4] where g falls from g(start)
+    to 0 (NaN when start >= period / 4: g(start) <= 0, nothing to fall from)."""
+    _, length, period, _ = (float(v) for v in p)
+    quarter = period / 4
+
+    def g(d):
+        return math.exp(-d / length) * math.cos(2 * math.pi * d / period)
+
+    if not start < quarter:
+        return math.nan
+    target = g(start) / math.e
+    root = optimize.brentq(lambda d: g(d) - target, start, quarter, xtol=1e-12 * max(quarter, 1.0))
+    return float(root - start)
+
+
+def _stretched_length(p, start: float = 0.0) -> float:
+    """(d / length)**stretch rises by 1 from ``start``: L = length * (1 + (start / length)**stretch)**(1 / stretch)."""
+    length, stretch = float(p[1]), float(p[2])
+    return float(length * (1 + (start / length) ** stretch) ** (1 / stretch) - start)
 
 
 #: Parameter hints shared by the models: cosine similarity lies in [-1, 1]; decays are from above.
@@ -340,22 +364,47 @@ STRETCH = Parameter("stretch", "", "stretching exponent (1: exponential, 2: Gaus
                     lambda s: (1e-2, 2.0), lambda s: 1.0)
 PERIOD = Parameter("period", "positions", "oscillation period",
                    lambda s: (2 * s.spacing, 2 * s.span), lambda s: _dominant_period(s.d, s.y - s.asymptote))
+INTERCEPT = Parameter("intercept", "cosine similarity", "log law: the curve at distance 1",
+                      lambda s: (-3.0, 3.0), lambda s: _log_law_guess(s)[0], scale=False)
+SLOPE = Parameter("slope", "cosine similarity", "log law: fall of the curve per e-fold of distance (b in a - b ln d)",
+                  lambda s: (0.0, 10.0), lambda s: _log_law_guess(s)[1])
+
+
+def _log_law(d, intercept, slope):
+    return intercept - slope * np.log(d)
+
+
+def _log_law_guess(s: Scales) -> tuple[float, float]:
+    """The line through the first and last points in ln d (distances > 0), slope clipped into (0, 10)."""
+    keep = s.d > 0
+    if keep.sum() < 2:
+        return float(s.y[0]), 0.1
+    d, y = s.d[keep], s.y[keep]
+    slope = (y[0] - y[-1]) / math.log(d[-1] / d[0])
+    slope = float(np.clip(slope, 1e-3, 9.0))
+    return float(y[0] + slope * math.log(d[0])), slope
+
 
 DECAY_MODELS: Mapping[str, DecayModel] = MappingProxyType({m.name: m for m in (
     DecayModel("exponential", _exponential, (AMPLITUDE, LENGTH, ASYMPTOTE),
-               "amplitude * exp(-d / length) + asymptote", "length", lambda p: float(p[1])),
+               "amplitude * exp(-d / length) + asymptote", "length", lambda p, start=0.0: float(p[1])),
     DecayModel("gaussian", _gaussian, (AMPLITUDE, SIGMA, ASYMPTOTE),
-               "amplitude * exp(-d**2 / (2 * sigma**2)) + asymptote", "sigma * sqrt(2)",
-               lambda p: float(p[1] * math.sqrt(2))),
+               "amplitude * exp(-d**2 / (2 * sigma**2)) + asymptote",
+               "sqrt(d0**2 + 2 * sigma**2) - d0 (sigma * sqrt(2) from d0 = 0)",
+               lambda p, start=0.0: float(math.sqrt(start**2 + 2 * p[1] ** 2) - start)),
     DecayModel("power_law", _power_law, (AMPLITUDE, EXPONENT, ASYMPTOTE),
-               "amplitude * (1 + d)**(-exponent) + asymptote", "e**(1 / exponent) - 1",
-               lambda p: float(math.expm1(1 / p[1]))),
+               "amplitude * (1 + d)**(-exponent) + asymptote", "(1 + d0) * (e**(1 / exponent) - 1)",
+               lambda p, start=0.0: float((1 + start) * math.expm1(1 / p[1]))),
     DecayModel("stretched_exponential", _stretched_exponential, (AMPLITUDE, LENGTH, STRETCH, ASYMPTOTE),
-               "amplitude * exp(-(d / length)**stretch) + asymptote", "length", lambda p: float(p[1])),
+               "amplitude * exp(-(d / length)**stretch) + asymptote",
+               "length * (1 + (d0 / length)**stretch)**(1 / stretch) - d0 (length from d0 = 0)", _stretched_length),
     DecayModel("damped_cosine", _damped_cosine, (AMPLITUDE, LENGTH, PERIOD, ASYMPTOTE),
                "amplitude * exp(-d / length) * cos(2 * pi * d / period) + asymptote",
-               "first root of exp(-d / length) * cos(2 * pi * d / period) = 1/e (<= length, <= period / 4)",
-               _damped_cosine_decay_length),
+               "root L of g(d0 + L) = g(d0) / e, g = exp(-d / length) * cos(2 * pi * d / period), "
+               "d0 + L <= period / 4", _damped_cosine_length),
+    DecayModel("log_law", _log_law, (INTERCEPT, SLOPE), "intercept - slope * ln(d)",
+               "none: a log law has no scale (its slope is the summary; sinusoidal and RoPE profiles follow one "
+               "with slope 1 / ln base)", lambda p, start=0.0: math.nan, scale_free=True),
 )})
 """The built-in decay models by name, read-only (pass your own :class:`DecayModel` to :func:`fit_decay`).
 Bounds: amplitude in [0, 2] (decay from above), asymptote in [-1, 1], length and sigma in
@@ -404,19 +453,29 @@ class DecayFit:
     decay_length_ci: tuple[float, float] = (math.nan, math.nan)
     ci_level: float = CI_LEVEL
     decay_model: DecayModel | None = field(default=None, repr=False, compare=False)
+    misfit: float = math.nan
+    durbin_watson: float = math.nan
+    qaicc: float = math.nan
+    chi2: float = math.nan
+    residuals: np.ndarray | None = field(default=None, repr=False, compare=False)
+    design_effect: float = math.nan
 
 
 @dataclass(frozen=True)
 class DecayFits:
-    """All model fits of one profile and one target; the ok fit with the lowest AICc is selected.
+    """All model fits of one profile and one target; the ok fit with the lowest QAICc is selected.
 
     ``distance``, ``similarity`` and ``sigma`` are the points actually fitted
-    (after masking, sorting, binning a long profile and, for the envelope,
+    (after masking, sorting, the fit range, binning a long profile and, for the envelope,
     keeping the touch points), arrays of shape (n_points,); ``sigma`` is None
     when unweighted. For a binned profile (module docstring, "Long
     profiles"), ``bin_distance`` holds the usable input distances, sorted
     (shape (n_usable,)), and ``bins`` the [start, stop) indices into it of
     each fitted point (shape (n_points, 2)); both None when not binned.
+    ``range_rule`` says how the fitted range's upper end was chosen; ``gate``
+    which goodness-of-fit test applied (``noise``, ``exact`` or ``none``);
+    ``c_hat`` and ``n_effective`` are the overdispersion and effective number of
+    points behind QAICc (module docstring, "Model selection").
     """
 
     fits: tuple[DecayFit, ...]
@@ -426,11 +485,46 @@ class DecayFits:
     sigma: np.ndarray | None = None
     bin_distance: np.ndarray | None = None
     bins: np.ndarray | None = None
+    range_rule: str = "window"
+    gate: str = "none"
+    c_hat: float = math.nan
+    n_effective: float = math.nan
 
     @property
     def selected(self) -> DecayFit | None:
         """The selected fit, or None if no fit has status ``"ok"``."""
         return next((f for f in self.fits if f.selected), None)
+
+    @property
+    def fit_range(self) -> tuple[float, float]:
+        """(first, last) fitted distance in positions (NaN, NaN) without points."""
+        if self.distance is None or not self.distance.size:
+            return math.nan, math.nan
+        last = self.bin_distance[-1] if self.bin_distance is not None else self.distance[-1]
+        first = self.bin_distance[0] if self.bin_distance is not None else self.distance[0]
+        return float(first), float(last)
+
+    def averaged(self) -> tuple[float, float, str]:
+        """Model-averaged decay length, its unconditional standard error, and why it is empty (or "").
+
+        Over the ok fits that have a decay length, with their Akaike weights renormalised:
+        L̄ = Σ w_i L_i and se(L̄) = Σ w_i sqrt(se_i² + (L_i − L̄)²) (Burnham & Anderson 2002, §4.3.2,
+        eq. 4.9). Empty when no ok fit has a decay length, or when scale-free fits (the log law) carry
+        more than half of the weight: the profile is then better described without a scale.
+        """
+        ok = [f for f in self.fits if f.status == "ok" and np.isfinite(f.akaike_weight)]
+        scaled = [f for f in ok if np.isfinite(f.decay_length)]
+        if not scaled:
+            return math.nan, math.nan, "no ok fit with a decay length"
+        free = sum(f.akaike_weight for f in ok if f.decay_model is not None and f.decay_model.scale_free)
+        if free > 0.5:
+            return math.nan, math.nan, f"scale-free fits (log law) carry Akaike weight {free:.3g} > 0.5: no scale"
+        w = np.array([f.akaike_weight for f in scaled])
+        w = w / w.sum()
+        lengths = np.array([f.decay_length for f in scaled])
+        se = np.array([f.decay_length_se for f in scaled])
+        mean = float(w @ lengths)
+        return mean, float(w @ np.sqrt(se**2 + (lengths - mean) ** 2)), ""
 
     def predict(self, distance) -> np.ndarray:
         """Selected model's curve at ``distance`` (positions, any shape); all NaN if none."""
@@ -445,14 +539,20 @@ class DecayFits:
         """One row per model: target, model, status, message, then for the union of
         parameter names (first-seen order; NaN where a model lacks one) ``<param>``,
         ``<param>_se``, ``<param>_ci_low``, ``<param>_ci_high``; then r2, rmse, aic,
-        aicc, bic, akaike_weight, decay_length, decay_length_se,
+        aicc, bic, qaicc, akaike_weight, decay_length, decay_length_se,
         decay_length_ci_low, decay_length_ci_high (positions), ci_level,
-        n_points, selected."""
+        n_points, fit_min_distance, fit_max_distance, fit_range_rule, misfit,
+        gof_test, durbin_watson, c_hat, n_effective, selected."""
         names = list(dict.fromkeys(p for f in self.fits for p in f.params))
-        tail = ["r2", "rmse", "aic", "aicc", "bic", "akaike_weight", "decay_length", "decay_length_se",
-                "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "selected"]
+        tail = ["r2", "rmse", "aic", "aicc", "bic", "qaicc", "akaike_weight", "decay_length", "decay_length_se",
+                "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "fit_min_distance",
+                "fit_max_distance", "fit_range_rule", "misfit", "gof_test", "durbin_watson", "c_hat", "n_effective",
+                "selected"]
         per_param = [c for p in names for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")]
         columns = ["target", "model", "status", "message", *per_param, *tail]
+        first, last = self.fit_range
+        shared = {"fit_min_distance": first, "fit_max_distance": last, "fit_range_rule": self.range_rule,
+                  "gof_test": self.gate, "c_hat": self.c_hat, "n_effective": self.n_effective}
         rows = []
         for f in self.fits:
             row = {"target": f.target, "model": f.model, "status": f.status, "message": f.message}
@@ -461,6 +561,7 @@ class DecayFits:
                 row |= {p: f.params.get(p, np.nan), f"{p}_se": f.stderr.get(p, np.nan),
                         f"{p}_ci_low": low, f"{p}_ci_high": high}
             row |= {"decay_length_ci_low": f.decay_length_ci[0], "decay_length_ci_high": f.decay_length_ci[1]}
+            row |= shared
             rows.append(row | {c: getattr(f, c) for c in tail if c not in row})
         return pd.DataFrame(rows, columns=columns)
 
@@ -558,7 +659,9 @@ def fit_weights(n_pairs, std, *, pooled: float | None = None) -> np.ndarray | No
 
 
 def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, target="profile",
-              level=CI_LEVEL, min_aic_gain: float = MIN_AIC_GAIN, maxfev: int = MAXFEV) -> DecayFits:
+              level=CI_LEVEL, min_aic_gain: float = MIN_AIC_GAIN, maxfev: int = MAXFEV, max_distance=None,
+              range_rule: str = "window", noise=None, max_misfit: float = MAX_MISFIT,
+              exact_tolerance: float = EXACT_TOLERANCE) -> DecayFits:
     """Fit decay models to a similarity profile or to its upper envelope.
 
     Parameters
@@ -588,6 +691,18 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         (default MIN_AIC_GAIN = 10), else ``no_better_than_constant``.
     maxfev : int
         Function evaluations allowed per curve_fit call (default MAXFEV = 20000).
+    max_distance : float, optional
+        Largest distance fitted (default: all; :func:`fit_range_end` gives the study's rule). The
+        ``flat`` and ``rising`` checks still see every distance.
+    range_rule : str
+        How ``max_distance`` was chosen, recorded (``DecayFits.range_rule``).
+    noise : array_like of shape (n_distances,), optional
+        Standard error of each mean that accounts for the dependence between pairs (e.g.
+        :func:`poslab.analysis.bootstrap.block_standard_errors`): turns the goodness-of-fit gate on
+        (module docstring, "Goodness of fit"). All <= EXACT_NOISE: the profile is exact and the gate is
+        the relative residual. Without it no fit is gated.
+    max_misfit, exact_tolerance : float
+        Thresholds of the gate (MAX_MISFIT = 3, EXACT_TOLERANCE = 0.1).
 
     Returns
     -------
@@ -630,42 +745,183 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         raise ValueError(f"target must be 'profile' or 'envelope', got {target!r}")
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
-    d, y, n, s = _check_inputs(distance, similarity, n_pairs, std)
+    factor = None
+    if noise is not None and np.ndim(noise) == 2:  # columns whose outer products sum to the noise covariance
+        factor = np.nan_to_num(np.asarray(noise, dtype=float))
+        noise = np.sqrt(np.sum(factor**2, axis=1))
+    d, y, n, s, e, index = _check_inputs(distance, similarity, n_pairs, std, noise)
+    if factor is not None:
+        factor = factor[index]
     chosen = _check_models(models)
     pooled = (math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0) if s is not None and n is not None \
         else None  # of the whole profile (envelope points are a subset; bins keep Σ n·std²)
     shape = bin_points(_fit_bins(d.size), d, y, n, s) if d.size > MAX_FIT_POINTS else (d, y, n, s)
+    gate = "none" if e is None else "exact" if (not e.size or float(np.max(e)) <= EXACT_NOISE) else "noise"
+    if max_distance is not None:  # the fit range (the flat / rising checks above keep the whole profile)
+        keep = d <= max_distance
+        d, y = d[keep], y[keep]
+        n, s, e, factor = (None if a is None else a[keep] for a in (n, s, e, factor))
     if target == "envelope" and d.size:  # touch points of the whole profile, then binned if many
         _, touch = upper_envelope(y)
         d, y = d[touch], y[touch]
-        n, s = (None if a is None else a[touch] for a in (n, s))
+        n, s, e, factor = (None if a is None else a[touch] for a in (n, s, e, factor))
     raw_d, bins = None, None
     if d.size > MAX_FIT_POINTS:
         raw_d, bins = d, _fit_bins(d.size)
-        d, y, n, s = shape if target == "profile" else bin_points(bins, d, y, n, s)
+        if factor is not None:  # a bin's mean is the pair-weighted mean of its distances' means: so is its noise
+            w = np.ones_like(d) if n is None else n
+            factor = np.add.reduceat(w[:, None] * factor, bins[:, 0], axis=0) / np.add.reduceat(w, bins[:, 0])[:, None]
+            e = np.sqrt(np.sum(factor**2, axis=1))
+        elif e is not None:  # neighbouring means are nearly perfectly correlated: a bin's error is their mean error
+            e = bin_points(bins, d, e, n)[1]
+        d, y, n, s = bin_points(bins, d, y, n, s)
     sigma = fit_weights(n, s, pooled=pooled)
-    common = None  # (status, message) shared by all models, computed once
+    gof = _Gate(gate, e, max_misfit, exact_tolerance, factor if gate == "noise" else None)
+    # flat / rising are properties of the whole profile, whatever the target and fit range
+    common = _shape_status(*shape) if shape[0].size >= 4 else ("", "")
     fits = []
     for model in chosen:
         need = len(model.param_names) + 2
-        if d.size < need:
+        if common[0]:
+            fits.append(_unfit(model, *common, d.size, target, level))
+        elif d.size < need:
             message = (f"only {d.size} usable points (finite, n_pairs >= 2"
-                       f"{', on the envelope' if target == 'envelope' else ''}); "
+                       f"{', on the envelope' if target == 'envelope' else ''}"
+                       f"{f', within the fit range up to {max_distance:g}' if max_distance is not None else ''}); "
                        f"the {model.name} model needs at least {need}")
-            fits.append(_unfit(model, "too_few_points", message, d.size, target))
-            continue
-        if common is None:  # flat/rising are properties of the profile, whatever the target
-            common = _shape_status(*shape)
-        fits.append(_unfit(model, *common, d.size, target) if common[0]
-                    else _fit_one(model, d, y, sigma, target, level, min_aic_gain, maxfev))
+            fits.append(_unfit(model, "too_few_points", message, d.size, target, level))
+        else:
+            fits.append(_fit_one(model, d, y, sigma, target, level, min_aic_gain, maxfev, gof))
+    fits, c_hat, n_eff = _select(fits, d.size, None if gof.factor is None else gof.factor.shape[1])
+    return DecayFits(tuple(fits), target, d, y, sigma, raw_d, bins, range_rule, gate, c_hat, n_eff)
+
+
+def fit_range_end(distance, similarity) -> tuple[float | None, str]:
+    """The fit range's upper end by the stated rule: the first zero crossing of the profile, else the window.
+
+    Parameters
+    ----------
+    distance, similarity : ndarray of shape (n_distances,)
+        The profile from the first fitted distance on (positions, cosine similarity), increasing distances.
+
+    Returns
+    -------
+    (max_distance, rule)
+        The first distance where the mean profile is <= 0 and ``"first_zero_crossing"``; or (None, ``"window"``)
+        when it stays above 0. Beyond its zero crossing a profile no longer decays towards a level (GPT-2's helix
+        oscillates, the trained table's tail is noise), which no decay model describes. The first local minimum
+        is not used: the exact profiles of RoPE and sinusoidal ripple (RoPE θ = 500000 has one at 34, 0.648)
+        while following a log law over the whole window.
+    """
+    d = np.asarray(distance, dtype=float)
+    y = np.asarray(similarity, dtype=float)
+    below = np.flatnonzero(np.isfinite(y) & (y <= 0))
+    if below.size:
+        return float(d[below[0]]), "first_zero_crossing"
+    return None, "window"
+
+
+def autocorrelation_time(x) -> float:
+    """Integrated autocorrelation time τ = 1 + 2 Σ_{t=1}^{W} ρ̂(t) of a series, with Sokal's automatic window.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        The series (e.g. standardised residuals in order of distance).
+
+    Returns
+    -------
+    float
+        τ >= 1 (1: uncorrelated); the window W is the smallest with W >= 5 τ(W) (Sokal 1997, "Monte Carlo
+        methods in statistical mechanics", §3; as emcee's ``integrated_time``), capped at n / 2. The variance of
+        the mean of n such points is τ times that of n independent ones: n / τ is the effective number of points.
+    """
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 4 or not np.any(x != x[0]):
+        return 1.0
+    z = x - x.mean()
+    n_fft = fft.next_fast_len(2 * n, real=True)
+    f = fft.rfft(z, n_fft)
+    acf = fft.irfft(f * np.conj(f), n_fft)[:n]
+    acf = acf / acf[0]
+    taus = 2 * np.cumsum(acf) - 1
+    windows = np.arange(n)
+    ok = windows >= 5 * taus
+    w = int(np.argmax(ok)) if ok.any() else n // 2
+    return float(max(1.0, taus[min(w, n // 2)]))
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """The goodness-of-fit gate of one fit_decay call (module docstring, "Goodness of fit")."""
+
+    test: str  # "noise", "exact" or "none"
+    noise: np.ndarray | None
+    max_misfit: float
+    tolerance: float
+    factor: np.ndarray | None = None  # (n_points, n_units): Σ = factor @ factor.T, the profile's noise covariance
+
+    def misfit(self, d, y, resid) -> float:
+        if self.test == "noise":
+            return float(math.sqrt(np.mean(resid**2) / np.mean(self.noise**2)))
+        spread = float(np.ptp(y))
+        if not spread > 0:
+            return math.inf
+        # the systematic misfit: residuals averaged over LOG_BINS bins equally spaced in ln(1 + d), so that the
+        # ripple of a finite cosine sum (RoPE: 64 frequencies) averages out while a misfit at a few distances stays
+        x = np.log1p(np.maximum(d, 0.0))
+        edges = np.linspace(x[0], x[-1], LOG_BINS + 1)
+        index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, LOG_BINS - 1)
+        counts = np.bincount(index, minlength=LOG_BINS)
+        means = np.bincount(index, weights=resid, minlength=LOG_BINS)[counts > 0] / counts[counts > 0]
+        return float(np.max(np.abs(means)) / spread)
+
+    def fails(self, misfit) -> bool:
+        if self.test == "none":
+            return False
+        return not misfit <= (self.max_misfit if self.test == "noise" else self.tolerance)
+
+    def message(self, misfit, r2, dw) -> str:
+        if self.test == "noise":
+            return (f"the residuals are {misfit:.3g} times the profile's noise (rms residual over rms block standard "
+                    f"error; limit {self.max_misfit:g}; r2 {r2:.3g}, Durbin-Watson {dw:.3g}): a systematic misfit, "
+                    "the model does not describe the profile")
+        return (f"the residuals, averaged over {LOG_BINS} bins of ln(1 + distance), reach {misfit:.3g} of the "
+                f"profile's range over the fitted distances (limit {self.tolerance:g} for an exact profile, which has no "
+                f"noise; r2 {r2:.3g}, Durbin-Watson {dw:.3g}): the model does not describe the profile")
+
+
+def _select(fits, n_points, n_units=None):
+    """QAICc, Akaike weights and the selected fit among the ok fits (module docstring, "Model selection")."""
     ok = [f for f in fits if f.status == "ok"]
-    if ok:
-        best_aicc = min(f.aicc for f in ok)
-        raw = {id(f): math.exp(-(f.aicc - best_aicc) / 2) for f in ok}
-        total = sum(raw.values())
-        best = min(ok, key=lambda f: f.aicc)
-        fits = [replace(f, akaike_weight=raw[id(f)] / total, selected=f is best) if id(f) in raw else f for f in fits]
-    return DecayFits(tuple(fits), target, d, y, sigma, raw_d, bins)
+    if not ok:
+        return fits, math.nan, math.nan
+    general = max(ok, key=lambda f: (len(f.params), -f.chi2))
+    k_general = len(general.params)
+    if n_units is not None and np.isfinite(general.design_effect):
+        # Rao & Scott's first-order correction: the mean generalised design effect of the most general model
+        c_hat, n_eff = general.design_effect, float(n_units)
+    else:
+        tau = min(autocorrelation_time(general.residuals), n_points / (max(len(f.params) for f in ok) + 3))
+        # the weights are relative (standard errors of the mean with a floor, or none), so ĉ also carries their
+        # scale: no floor at 1 (Burnham & Anderson's floor assumes absolute variances)
+        c_hat = tau * general.chi2 / max(n_points - k_general, 1)
+        n_eff = n_points / tau
+    if not c_hat > 0:
+        c_hat = float(np.finfo(float).tiny)
+    qaicc = {}
+    for f in ok:
+        k = len(f.params) + 1  # + c_hat (Burnham & Anderson 2002, §2.5)
+        qaicc[id(f)] = f.chi2 / c_hat + 2 * k + 2 * k * (k + 1) / max(n_eff - k - 1, 1.0)
+    best = min(qaicc.values())
+    raw = {i: math.exp(-(q - best) / 2) for i, q in qaicc.items()}
+    total = sum(raw.values())
+    chosen = min(ok, key=lambda f: qaicc[id(f)])
+    fits = [replace(f, qaicc=qaicc[id(f)], akaike_weight=raw[id(f)] / total, selected=f is chosen)
+            if id(f) in raw else f for f in fits]
+    return fits, float(c_hat), float(n_eff)
 
 
 def _fit_bins(size: int) -> np.ndarray:
@@ -703,12 +959,12 @@ def bin_points(bins, d, y, n=None, s=None):
     return d_bin, y_bin, (None if n is None else total), s_bin
 
 
-def _check_inputs(distance, similarity, n_pairs, std):
-    given = {"distance": distance, "similarity": similarity, "n_pairs": n_pairs, "std": std}
+def _check_inputs(distance, similarity, n_pairs, std, noise=None):
+    given = {"distance": distance, "similarity": similarity, "n_pairs": n_pairs, "std": std, "noise": noise}
     arrays = {k: np.asarray(v, dtype=float) for k, v in given.items() if v is not None}
     shapes = {k: a.shape for k, a in arrays.items()}
     if arrays["distance"].ndim != 1 or len(set(shapes.values())) > 1:
-        raise ValueError("distance, similarity, n_pairs and std must be 1-D arrays of one shape, got "
+        raise ValueError("distance, similarity, n_pairs, std and noise must be 1-D arrays of one shape, got "
                          + ", ".join(f"{k} {v}" for k, v in shapes.items()))
     keep = np.logical_and.reduce([np.isfinite(a) for a in arrays.values()])
     if "n_pairs" in arrays:
@@ -720,8 +976,8 @@ def _check_inputs(distance, similarity, n_pairs, std):
         raise ValueError(f"distance must be >= 0 (|i - j| in positions), got minimum "
                          f"{arrays['distance'][keep].min()}")
     order = np.argsort(arrays["distance"][keep], kind="stable")
-    d, y, n, s = (arrays[k][keep][order] if k in arrays else None for k in given)
-    return d, y, n, s
+    d, y, n, s, e = (arrays[k][keep][order] if k in arrays else None for k in given)
+    return d, y, n, s, e, np.flatnonzero(keep)[order]
 
 
 def _check_models(models) -> list[DecayModel]:
@@ -773,15 +1029,15 @@ def _unfit(model, status, message, n_points, target="profile", level=CI_LEVEL):
                     ci={p: (math.nan, math.nan) for p in model.param_names}, ci_level=level, decay_model=model)
 
 
-def _decay_length_se(model, popt, pcov) -> float:
-    """Delta-method standard error of the decay length (central differences)."""
+def _decay_length_se(model, popt, pcov, start=0.0) -> float:
+    """Delta-method standard error of the decay length measured from ``start`` (central differences)."""
     grad = np.zeros(popt.size)
     for j in range(popt.size):
         h = 1e-6 * max(abs(popt[j]), 1e-8)
         up, down = popt.copy(), popt.copy()
         up[j] += h
         down[j] -= h
-        grad[j] = (model.decay_length(up) - model.decay_length(down)) / (2 * h)
+        grad[j] = (model.decay_length(up, start) - model.decay_length(down, start)) / (2 * h)
     var = float(grad @ pcov @ grad)
     return math.sqrt(var) if var >= 0 else math.nan
 
@@ -795,12 +1051,18 @@ def _on_bound(value, lower, upper) -> bool:
     return min(value - lower, upper - value) <= 1e-6 * (upper - lower)
 
 
-def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=MIN_AIC_GAIN, maxfev=MAXFEV):
+def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=MIN_AIC_GAIN, maxfev=MAXFEV,
+             gate=None):
     """Fit one model; every numerical failure becomes a status, never an exception."""
+    gate = gate or _Gate("none", None, MAX_MISFIT, EXACT_TOLERANCE)
 
     def unfit(status, message):
         return _unfit(model, status, message, d.size, target, level)
 
+    if model.scale_free and d[0] <= 0:
+        return unfit("failed", f"the {model.name} model needs distances > 0 (ln d); the fit starts at {d[0]:g}: "
+                               "set fit_min_distance >= 1")
+    start = float(d[0])
     try:
         lower, upper = (np.asarray(b, dtype=float) for b in model.bounds(d, y))
         margin = 1e-9 * (upper - lower)
@@ -810,10 +1072,18 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
             popt, pcov = optimize.curve_fit(
                 model.function, d, y, p0=p0, sigma=sigma,
                 absolute_sigma=False, bounds=(lower, upper), method="trf", x_scale="jac", maxfev=maxfev)
-            stderr = np.sqrt(np.diag(pcov))
             resid = y - model.function(d, *popt)
-            length = model.decay_length(popt)
-            length_se = _decay_length_se(model, popt, pcov) if np.isfinite(length) else math.nan
+            standard = resid if sigma is None else resid / sigma
+            tau = autocorrelation_time(standard) if np.isfinite(standard).all() else 1.0
+            design_effect = math.nan
+            if gate.factor is not None:  # sandwich covariance with the anchor blocks as clusters
+                pcov, design_effect = _sandwich(model, d, popt, sigma, gate.factor)
+                tau = float(gate.factor.shape[0]) / gate.factor.shape[1]  # dof of the t quantile: the units
+            else:
+                pcov = pcov * tau  # dependent residuals: the variance of smooth functionals grows by τ
+            stderr = np.sqrt(np.diag(pcov))
+            length = model.decay_length(popt, start)
+            length_se = _decay_length_se(model, popt, pcov, start) if np.isfinite(length) else math.nan
     except RuntimeError as exc:
         return unfit("not_converged", f"curve_fit did not converge within {maxfev} evaluations: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed fit is a row, not a crash
@@ -823,6 +1093,9 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
              if p.scale and not e <= abs(v)]
     if np.isfinite(length) and not length_se <= length:
         vague.append(f"decay length ({length_se / length:.3g})")
+    r2 = float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2))
+    dw = float(np.sum(np.diff(resid) ** 2) / np.sum(resid**2)) if np.any(resid) else math.nan
+    misfit = gate.misfit(d, y, resid) if gate.test != "none" else math.nan
     if any(issubclass(w.category, optimize.OptimizeWarning) for w in caught) or bad:
         why = f"the standard error of {', '.join(bad)} is" if bad else "the covariance is"
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
@@ -833,14 +1106,17 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
                                "allows, so its values (and decay length) describe the bound, not the data")
     elif np.allclose(popt, p0, rtol=1e-10, atol=0):
         problem = "not_converged", "the optimiser returned the initial guess unchanged"
-    elif not (np.isfinite(length) and np.isfinite(resid).all()):
+    elif not np.isfinite(resid).all() or not (model.scale_free or np.isfinite(length)):
         problem = "not_identifiable", "the fitted curve does not decay within a finite distance"
     elif vague:
         problem = "not_identifiable", (f"relative standard error above 1 for {', '.join(vague)}: "
                                        "the data do not determine it")
-    elif not d[0] <= length <= d[-1]:
-        problem = "out_of_range", (f"the decay length {length:.4g} lies outside the fitted distances "
-                                   f"[{d[0]:.4g}, {d[-1]:.4g}]: it would be an extrapolation")
+    elif gate.fails(misfit):
+        problem = "poor_fit", gate.message(misfit, r2, dw)
+    elif not model.scale_free and not start + length <= d[-1]:
+        problem = "out_of_range", (f"the curve does not fall to 1/e of its height at distance {start:.4g} within the "
+                                   f"fitted distances [{start:.4g}, {d[-1]:.4g}] (it would at {start + length:.4g}): "
+                                   "the decay length would be an extrapolation")
     else:
         problem = None
     if problem:
@@ -853,16 +1129,42 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
         return unfit("no_better_than_constant",
                      f"AIC {aic:.4g} is not at least {min_aic_gain:g} below that of a constant ({aic_constant:.4g}): "
                      "the decay is not supported over no decay")
-    t = float(stats.t.ppf((1 + level) / 2, max(n_pts - k, 1)))
+    t = float(stats.t.ppf((1 + level) / 2, max(n_pts / tau - k, 1)))
+    has_length = np.isfinite(length)
     return DecayFit(
         model.name, "ok", "", dict(zip(model.param_names, map(float, popt))),
         dict(zip(model.param_names, map(float, stderr))),
-        r2=float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)),
+        r2=r2,
         rmse=float(np.sqrt(np.mean(resid**2))),
         aic=aic, bic=bic,
-        decay_length=float(length), n_points=int(n_pts), target=target,
+        decay_length=float(length) if has_length else math.nan, n_points=int(n_pts), target=target,
         aicc=aic + 2 * k * (k + 1) / (n_pts - k - 1) if n_pts > k + 1 else math.nan,
         ci={p: (float(v - t * e), float(v + t * e)) for p, v, e in zip(model.param_names, popt, stderr)},
-        decay_length_se=float(length_se),
-        decay_length_ci=(float(length - t * length_se), float(length + t * length_se)),
-        ci_level=float(level), decay_model=model)
+        decay_length_se=float(length_se) if has_length else math.nan,
+        decay_length_ci=(float(length - t * length_se), float(length + t * length_se)) if has_length
+        else (math.nan, math.nan),
+        ci_level=float(level), decay_model=model, misfit=misfit, durbin_watson=dw,
+        chi2=float(np.sum(standard**2)), residuals=standard, design_effect=float(design_effect))
+
+
+def _sandwich(model, d, popt, sigma, factor):
+    """Cluster-robust covariance of the parameters and the mean generalised design effect.
+
+    With J the Jacobian of the curve at ``popt`` (central differences), W = diag(1 / sigma²) the fit's weights
+    and Σ = F Fᵀ the profile's noise covariance (F = ``factor``, one column per anchor block):
+    cov = A⁻¹ (Jᵀ W F)(Jᵀ W F)ᵀ A⁻¹, A = Jᵀ W J (White 1980; Liang & Zeger 1986, blocks as clusters), and
+    δ̄ = tr(A⁻¹ Jᵀ W Σ W J) / p, the mean eigenvalue of the design-effect matrix (Rao & Scott 1984): how much
+    larger the sampling variance is than the weights assume, on average over the parameters."""
+    w = np.ones(d.size) if sigma is None else 1 / sigma**2
+    jac = np.empty((d.size, popt.size))
+    for j in range(popt.size):
+        h = 1e-6 * max(abs(popt[j]), 1e-8)
+        up, down = popt.copy(), popt.copy()
+        up[j] += h
+        down[j] -= h
+        jac[:, j] = (model.function(d, *up) - model.function(d, *down)) / (2 * h)
+    bread = np.linalg.pinv(jac.T @ (w[:, None] * jac))
+    score = jac.T @ (w[:, None] * factor)  # (p, n_units)
+    meat = score @ score.T
+    cov = bread @ meat @ bread
+    return cov, float(np.trace(bread @ meat) / popt.size)

@@ -204,8 +204,15 @@ class RunContext:
         A kernel run's profile is the kernel's (:meth:`Kernel.profile
         <poslab.encodings.kernel.Kernel.profile>`: the mean over heads), exact:
         std 0 and n_pairs = n_positions − distance, O(max_distance · pairs).
+    block_length : (int, float)
+        Anchors per block, chosen from the data, and the lag products' correlation length.
+    anchor_blocks : poslab.analysis.bootstrap.AnchorBlocks
+    profile_noise : ndarray of shape (max_distance + 1, n_blocks)
+        The profile's noise, one column per anchor block: the fits' noise model.
+    fit_range : (float or None, str)
+        The fit range's upper end and its rule.
     fits : poslab.analysis.DecayFits
-        Decay models fitted to the profile from ``fit_min_distance`` on.
+        Decay models fitted to the profile from ``fit_min_distance`` to the fit range's end.
     envelope_fits : DecayFits or None
         Fitted to the upper envelope when the profile oscillates.
     summaries : poslab.analysis.summaries.ProfileSummaries
@@ -282,30 +289,76 @@ class RunContext:
         return profile
 
     @functools.cached_property
-    def fit_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(distance, mean_similarity, n_pairs, std_similarity) at distances >= fit_min_distance."""
+    def block_length(self) -> tuple[int, float]:
+        """(anchors per block, correlation length): :func:`poslab.analysis.bootstrap.choose_block_length`."""
+        from ..analysis.bootstrap import choose_block_length
+
+        return choose_block_length(self.units, self.max_distance, max_blocks=self.options.n_blocks)
+
+    @functools.cached_property
+    def anchor_blocks(self):
+        """Per-anchor-block sums of the profile (:func:`poslab.analysis.bootstrap.anchor_block_sums`), with the
+        data-driven block length: behind the fits' noise and the bootstrap."""
+        from ..analysis.bootstrap import anchor_block_sums
+
+        return anchor_block_sums(self.units, self.max_distance, self.block_length[0])
+
+    @functools.cached_property
+    def profile_noise(self) -> np.ndarray:
+        """The profile's noise, one column per anchor block (:func:`poslab.analysis.bootstrap.block_noise`), shape
+        (max_distance + 1, n_blocks): the fits' noise model. The last distances, whose anchors lie in one block,
+        carry the last estimate forward. A kernel run's profile is exact: zero."""
+        from ..analysis.bootstrap import block_noise
+
+        if self.kernel is not None:  # an exact kernel: no sampling noise
+            return np.zeros((self.max_distance + 1, 1))
+        factor = block_noise(self.anchor_blocks)
+        known = np.isfinite(factor).all(axis=1)
+        if known.any():
+            factor = factor[np.maximum.accumulate(np.where(known, np.arange(known.size), np.argmax(known)))]
+        return factor
+
+    @functools.cached_property
+    def fit_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(distance, mean_similarity, n_pairs, std_similarity, noise) at distances >= fit_min_distance."""
         p = self.profile
         use = p.distance >= self.options.fit_min_distance
-        return p.distance[use], p.mean_similarity[use], p.n_pairs[use], p.std_similarity[use]
+        return (p.distance[use], p.mean_similarity[use], p.n_pairs[use], p.std_similarity[use],
+                self.profile_noise[use])
+
+    @functools.cached_property
+    def fit_range(self) -> tuple[float | None, str]:
+        """(largest fitted distance or None for the window, rule): :func:`poslab.analysis.decay.fit_range_end`."""
+        from ..analysis.decay import fit_range_end
+
+        d, y, *_ = self.fit_points
+        return fit_range_end(d, y)
+
+    def _fit(self, target):
+        from ..analysis.decay import fit_decay
+
+        o = self.options
+        d, y, n, s, e = self.fit_points
+        end, rule = self.fit_range if target == "profile" else (None, "window")
+        return fit_decay(d, y, n_pairs=n, std=s, models=o.models, target=target, min_aic_gain=o.min_aic_gain,
+                         level=o.ci_level, max_distance=end, range_rule=rule, noise=e, max_misfit=o.max_misfit,
+                         exact_tolerance=o.exact_tolerance)
 
     @functools.cached_property
     def fits(self):
-        from ..analysis.decay import fit_decay
-
-        d, y, n, s = self.fit_points
-        return fit_decay(d, y, n_pairs=n, std=s, models=self.options.models, min_aic_gain=self.options.min_aic_gain)
+        return self._fit("profile")
 
     @functools.cached_property
     def envelope_fits(self):
-        from ..analysis.decay import fit_decay, fit_weights, oscillates
+        from ..analysis.decay import fit_weights, oscillates
 
         o = self.options
-        d, y, n, s = self.fit_points
+        d, y, n, s, _ = self.fit_points
         if not {f.status for f in self.fits.fits}.isdisjoint({"flat", "rising"}):
             return None
         if not oscillates(y, se=fit_weights(n, s), min_depth=o.oscillation_min_depth, min_se=o.oscillation_min_se):
             return None
-        return fit_decay(d, y, n_pairs=n, std=s, models=o.models, target="envelope", min_aic_gain=o.min_aic_gain)
+        return self._fit("envelope")
 
     @functools.cached_property
     def summaries(self):
@@ -321,7 +374,7 @@ class RunContext:
 
     @functools.cached_property
     def bootstrap(self):
-        from ..analysis.bootstrap import anchor_block_sums, bootstrap_anchor_blocks
+        from ..analysis.bootstrap import bootstrap_anchor_blocks
 
         o = self.options
         if o.n_resamples == 0:  # no intervals, and none of their cost
@@ -329,18 +382,22 @@ class RunContext:
         if self.kernel is not None:  # an exact kernel: nothing to resample
             return _exact_bootstrap(self)
         profile, fits = self.profile, self.fits
-        anchor = anchor_block_sums(self.units, self.max_distance, n_blocks=o.n_blocks)
+        anchor = self.anchor_blocks
         self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
         rng = np.random.default_rng((o.bootstrap_seed, 0 if self.seed is None else int(self.seed)))
         return bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
                                        thresholds=o.thresholds, level=o.ci_level,
-                                       max_failed_fraction=o.max_failed_fraction)
+                                       max_failed_fraction=o.max_failed_fraction,
+                                       correlation_length=self.block_length[1], summarise=self.summarise)
+
+    #: summarise(distance, profiles) -> {summary column: (n_rows,) values}: the model-free summaries the
+    #: bootstrap gives intervals for (poslab.analysis.summaries, by the stage that declares them); None: none.
+    summarise = None
 
     def _release_units(self) -> None:
         """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""
         if "units" in self.__dict__ and not any("units" in s.uses for s in self.pending):
             del self.__dict__["units"]
-
 
 
 def _exact_bootstrap(ctx: RunContext):

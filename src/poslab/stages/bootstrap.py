@@ -47,7 +47,14 @@ class Bootstrap(Stage):
                "or none (n_resamples = 0)"),
         Column("ci_level", "float", "", "level of the intervals"),
         Column("n_resamples", "Int64", "", "bootstrap resamples behind the intervals"),
-        Column("block_length", "Int64", "positions", "anchors per block"),
+        Column("block_length", "Int64", "positions", "anchors per block, from the data: the largest Politis & White "
+               "(2004) block length of the lag-product series S[i, i + k] over anchors i, k = 1, 2, 4, ..., clipped "
+               "so that there are between 8 and n_blocks blocks"),
+        Column("correlation_length", "float", "positions", "the lag products' correlation length Σ|k|γ(k) / Σγ(k) "
+               "(largest over those k)"),
+        Column("interval_widening", "float", "", "factor every interval was widened by about the replicates' "
+               "median: few blocks (Hesterberg 2015's expanded percentile) and blocks not much longer than the "
+               "correlation length (Künsch 1989)"),
         Column("n_failed_refits", "Int64", "",
                "resamples whose refit failed (more than max_failed_fraction leave the decay-length interval empty)"),
     )
@@ -59,7 +66,8 @@ class Bootstrap(Stage):
     ci_level: float = setting(BOOTSTRAP_LEVEL, Real(minimum=0, maximum=1, open_min=True, open_max=True),
                               "confidence level of the intervals")
     n_blocks: int = setting(N_BLOCKS, Integer(minimum=1),
-                            "anchor blocks per run (block_length = ceil(n_positions / n_blocks))")
+                            "most anchor blocks per run (block_length >= ceil(n_positions / n_blocks); the block-pair "
+                            "spectra cost O(n_blocks · n_positions) memory)")
     bootstrap_seed: int = setting(BOOTSTRAP_SEED, Integer(minimum=0),
                                   "seed of the resampling (with the run's seed: default_rng((bootstrap_seed, seed)))")
     max_failed_fraction: float = setting(MAX_FAILED_FRACTION, Real(minimum=0, maximum=1),
@@ -74,13 +82,18 @@ class Bootstrap(Stage):
         for t, (low, high) in boot.band_widths_ci.items():
             name = BAND_WIDTH.member(t)
             summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        for name, (low, high) in boot.summaries_ci.items():
+            summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
         if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
             summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
                     "n_resamples": boot.n_resamples,
-                    "block_length": boot.block_length, "n_failed_refits": boot.n_failed}
+                    "block_length": boot.block_length, "n_failed_refits": boot.n_failed,
+                    "correlation_length": boot.correlation_length, "interval_widening": boot.widening}
         frame = pd.DataFrame({"resample": np.arange(boot.n_resamples), "decay_length": boot.decay_lengths})
         widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)
         for j, t in enumerate(boot.thresholds):
             frame[BAND_WIDTH.member(t)] = widths[:, j]
+        for name, values in boot.summaries.items():
+            frame[name] = np.where(np.isinf(values), np.nan, values)
         return Output(summary=summary, tables={"bootstrap": frame})
