@@ -168,7 +168,8 @@ def test_zero_resamples_give_no_interval_and_the_pipeline_skips_the_bootstrap():
     assert all(math.isnan(v) for v in (*result.decay_length_ci, *result.band_widths_ci[0.5]))
     assert np.isnan(result.profile_ci[0]).all() and np.isnan(result.profile_ci[1]).all()
     run = analyse_table(table, max_distance=255, options=AnalysisOptions(n_resamples=0))
-    assert run.bootstrap is None and run.fits.selected.decay_length == fits.selected.decay_length
+    assert run.bootstrap is None and run.fits.selected is not None  # the fits still get their noise model
+    assert run.fits.gate == "noise" and run.fits.range_rule == "first_zero_crossing"
 
 
 @pytest.mark.parametrize("n", [512, 4200])  # 4200: a binned fit (more than 4096 distances)

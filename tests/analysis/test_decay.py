@@ -34,7 +34,7 @@ ALL_COLUMNS = [
     *(c for p in PARAMS for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")),
     "r2", "rmse", "aic", "aicc", "bic", "qaicc", "akaike_weight", "decay_length", "decay_length_se",
     "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "fit_min_distance", "fit_max_distance",
-    "fit_range_rule", "misfit", "gof_test", "durbin_watson", "c_hat", "n_effective", "selected",
+    "fit_range_rule", "misfit", "gof_p_value", "gof_test", "durbin_watson", "c_hat", "n_effective", "selected",
 ]
 
 

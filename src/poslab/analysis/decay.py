@@ -115,7 +115,7 @@ from scipy import fft, optimize, stats
 
 __all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
            "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS", "fit_range_end",
-           "autocorrelation_time", "MAX_MISFIT", "EXACT_TOLERANCE"]
+           "autocorrelation_time", "GOF_ALPHA", "FIT_TOLERANCE"]
 
 MAXFEV = 20_000  # function evaluations allowed per curve_fit call
 #: A model must lower the AIC by this much against a constant (no decay) to be reported;
@@ -132,11 +132,11 @@ STD_FLOOR_ABSOLUTE = 1e-6
 OSCILLATION_MIN_DEPTH = 0.05
 #: ... and by more than this many median standard errors.
 OSCILLATION_MIN_SE = 25.0
-#: Goodness-of-fit gate: rms residual over rms noise (block standard error) above this is ``poor_fit``.
-MAX_MISFIT = 3.0
-#: ... for an exact profile (no noise): the largest |mean residual| over LOG_BINS bins of ln(1 + d), relative to
-#: the profile's range, above this is ``poor_fit``.
-EXACT_TOLERANCE = 0.1
+#: Goodness-of-fit gate: residuals less probable than this under the profile's noise model are ``poor_fit``.
+GOF_ALPHA = 1e-3
+#: ... and whose largest |mean residual| over LOG_BINS bins of ln(1 + d), relative to the profile's range, exceeds
+#: this (for an exact profile, which has no noise, this alone) are ``poor_fit``.
+FIT_TOLERANCE = 0.1
 #: Bins of ln(1 + distance) of the exact gate.
 LOG_BINS = 20
 #: Noise at or below this everywhere (cosine similarity) makes a profile exact (translation invariant).
@@ -454,6 +454,7 @@ class DecayFit:
     ci_level: float = CI_LEVEL
     decay_model: DecayModel | None = field(default=None, repr=False, compare=False)
     misfit: float = math.nan
+    gof_p_value: float = math.nan
     durbin_watson: float = math.nan
     qaicc: float = math.nan
     chi2: float = math.nan
@@ -542,11 +543,12 @@ class DecayFits:
         aicc, bic, qaicc, akaike_weight, decay_length, decay_length_se,
         decay_length_ci_low, decay_length_ci_high (positions), ci_level,
         n_points, fit_min_distance, fit_max_distance, fit_range_rule, misfit,
-        gof_test, durbin_watson, c_hat, n_effective, selected."""
+        gof_p_value, gof_test, durbin_watson, c_hat, n_effective, selected."""
         names = list(dict.fromkeys(p for f in self.fits for p in f.params))
         tail = ["r2", "rmse", "aic", "aicc", "bic", "qaicc", "akaike_weight", "decay_length", "decay_length_se",
                 "decay_length_ci_low", "decay_length_ci_high", "ci_level", "n_points", "fit_min_distance",
-                "fit_max_distance", "fit_range_rule", "misfit", "gof_test", "durbin_watson", "c_hat", "n_effective",
+                "fit_max_distance", "fit_range_rule", "misfit", "gof_p_value", "gof_test", "durbin_watson", "c_hat",
+                "n_effective",
                 "selected"]
         per_param = [c for p in names for c in (p, f"{p}_se", f"{p}_ci_low", f"{p}_ci_high")]
         columns = ["target", "model", "status", "message", *per_param, *tail]
@@ -660,8 +662,8 @@ def fit_weights(n_pairs, std, *, pooled: float | None = None) -> np.ndarray | No
 
 def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, target="profile",
               level=CI_LEVEL, min_aic_gain: float = MIN_AIC_GAIN, maxfev: int = MAXFEV, max_distance=None,
-              range_rule: str = "window", noise=None, max_misfit: float = MAX_MISFIT,
-              exact_tolerance: float = EXACT_TOLERANCE) -> DecayFits:
+              range_rule: str = "window", noise=None, gof_alpha: float = GOF_ALPHA,
+              fit_tolerance: float = FIT_TOLERANCE) -> DecayFits:
     """Fit decay models to a similarity profile or to its upper envelope.
 
     Parameters
@@ -701,8 +703,8 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         :func:`poslab.analysis.bootstrap.block_standard_errors`): turns the goodness-of-fit gate on
         (module docstring, "Goodness of fit"). All <= EXACT_NOISE: the profile is exact and the gate is
         the relative residual. Without it no fit is gated.
-    max_misfit, exact_tolerance : float
-        Thresholds of the gate (MAX_MISFIT = 3, EXACT_TOLERANCE = 0.1).
+    gof_alpha, fit_tolerance : float
+        Thresholds of the gate (GOF_ALPHA = 0.001, FIT_TOLERANCE = 0.1).
 
     Returns
     -------
@@ -776,7 +778,7 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
             e = bin_points(bins, d, e, n)[1]
         d, y, n, s = bin_points(bins, d, y, n, s)
     sigma = fit_weights(n, s, pooled=pooled)
-    gof = _Gate(gate, e, max_misfit, exact_tolerance, factor if gate == "noise" else None)
+    gof = _Gate(gate, e, gof_alpha, fit_tolerance, factor if gate == "noise" else None)
     # flat / rising are properties of the whole profile, whatever the target and fit range
     common = _shape_status(*shape) if shape[0].size >= 4 else ("", "")
     fits = []
@@ -859,16 +861,15 @@ class _Gate:
 
     test: str  # "noise", "exact" or "none"
     noise: np.ndarray | None
-    max_misfit: float
+    alpha: float
     tolerance: float
     factor: np.ndarray | None = None  # (n_points, n_units): Σ = factor @ factor.T, the profile's noise covariance
 
-    def misfit(self, d, y, resid) -> float:
-        if self.test == "noise":
-            return float(math.sqrt(np.mean(resid**2) / np.mean(self.noise**2)))
+    def misfit(self, d, y, resid, jac=None, w=None) -> tuple[float, float, float]:
+        """(misfit, p-value, ratio): see the module docstring, "Goodness of fit"."""
         spread = float(np.ptp(y))
         if not spread > 0:
-            return math.inf
+            return math.inf, math.nan, math.nan
         # the systematic misfit: residuals averaged over LOG_BINS bins equally spaced in ln(1 + d), so that the
         # ripple of a finite cosine sum (RoPE: 64 frequencies) averages out while a misfit at a few distances stays
         x = np.log1p(np.maximum(d, 0.0))
@@ -876,21 +877,37 @@ class _Gate:
         index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, LOG_BINS - 1)
         counts = np.bincount(index, minlength=LOG_BINS)
         means = np.bincount(index, weights=resid, minlength=LOG_BINS)[counts > 0] / counts[counts > 0]
-        return float(np.max(np.abs(means)) / spread)
+        misfit = float(np.max(np.abs(means)) / spread)
+        if self.test != "noise":
+            return misfit, math.nan, math.nan
+        total = float(np.sum(resid**2))
+        if self.factor is not None and jac is not None:
+            # the residual of a true model is the noise minus its weighted projection on the curve's tangents
+            bread = np.linalg.pinv(jac.T @ (w[:, None] * jac))
+            a = self.factor - jac @ (bread @ (jac.T @ (w[:, None] * self.factor)))
+            lam = np.clip(np.linalg.eigvalsh(a.T @ a), 0.0, None)
+        else:  # independent noise of the given standard errors (the projection ignored: conservative)
+            lam = self.noise**2
+        mean, square = float(lam.sum()), float(np.sum(lam**2))
+        if not mean > 0:
+            return misfit, 0.0, math.inf
+        g, h = square / mean, mean**2 / square  # Satterthwaite: Σ λ_j χ²_1 ≈ g χ²_h, same mean and variance
+        return misfit, float(stats.chi2.sf(total / g, h)), total / mean
 
-    def fails(self, misfit) -> bool:
-        if self.test == "none":
+    def fails(self, misfit, p_value) -> bool:
+        if self.test == "none" or not misfit > self.tolerance:
             return False
-        return not misfit <= (self.max_misfit if self.test == "noise" else self.tolerance)
+        return self.test == "exact" or not p_value >= self.alpha
 
-    def message(self, misfit, r2, dw) -> str:
+    def message(self, misfit, p_value, ratio, r2, dw) -> str:
+        text = (f"the residuals, averaged over {LOG_BINS} bins of ln(1 + distance), reach {misfit:.3g} of the profile's "
+                f"range over the fitted distances (tolerance {self.tolerance:g})")
         if self.test == "noise":
-            return (f"the residuals are {misfit:.3g} times the profile's noise (rms residual over rms block standard "
-                    f"error; limit {self.max_misfit:g}; r2 {r2:.3g}, Durbin-Watson {dw:.3g}): a systematic misfit, "
-                    "the model does not describe the profile")
-        return (f"the residuals, averaged over {LOG_BINS} bins of ln(1 + distance), reach {misfit:.3g} of the "
-                f"profile's range over the fitted distances (limit {self.tolerance:g} for an exact profile, which has no "
-                f"noise; r2 {r2:.3g}, Durbin-Watson {dw:.3g}): the model does not describe the profile")
+            text += (f", and their sum of squares is {ratio:.3g} times what the profile's noise (anchor blocks as "
+                     f"clusters) leaves after a fit (p = {p_value:.2g} < {self.alpha:g})")
+        else:
+            text += " on an exact profile, which has no noise"
+        return text + f"; r2 {r2:.3g}, Durbin-Watson {dw:.3g}: the model does not describe the profile"
 
 
 def _select(fits, n_points, n_units=None):
@@ -1054,7 +1071,7 @@ def _on_bound(value, lower, upper) -> bool:
 def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=MIN_AIC_GAIN, maxfev=MAXFEV,
              gate=None):
     """Fit one model; every numerical failure becomes a status, never an exception."""
-    gate = gate or _Gate("none", None, MAX_MISFIT, EXACT_TOLERANCE)
+    gate = gate or _Gate("none", None, GOF_ALPHA, FIT_TOLERANCE)
 
     def unfit(status, message):
         return _unfit(model, status, message, d.size, target, level)
@@ -1075,9 +1092,12 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
             resid = y - model.function(d, *popt)
             standard = resid if sigma is None else resid / sigma
             tau = autocorrelation_time(standard) if np.isfinite(standard).all() else 1.0
-            design_effect = math.nan
+            design_effect, jac = math.nan, None
+            w = np.ones(d.size) if sigma is None else 1 / sigma**2
+            if gate.test == "noise":
+                jac = _jacobian(model, d, popt)
             if gate.factor is not None:  # sandwich covariance with the anchor blocks as clusters
-                pcov, design_effect = _sandwich(model, d, popt, sigma, gate.factor)
+                pcov, design_effect = _sandwich(jac, w, gate.factor)
                 tau = float(gate.factor.shape[0]) / gate.factor.shape[1]  # dof of the t quantile: the units
             else:
                 pcov = pcov * tau  # dependent residuals: the variance of smooth functionals grows by τ
@@ -1095,7 +1115,7 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
         vague.append(f"decay length ({length_se / length:.3g})")
     r2 = float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2))
     dw = float(np.sum(np.diff(resid) ** 2) / np.sum(resid**2)) if np.any(resid) else math.nan
-    misfit = gate.misfit(d, y, resid) if gate.test != "none" else math.nan
+    misfit, p_value, ratio = gate.misfit(d, y, resid, jac, w) if gate.test != "none" else (math.nan,) * 3
     if any(issubclass(w.category, optimize.OptimizeWarning) for w in caught) or bad:
         why = f"the standard error of {', '.join(bad)} is" if bad else "the covariance is"
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
@@ -1111,8 +1131,8 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
     elif vague:
         problem = "not_identifiable", (f"relative standard error above 1 for {', '.join(vague)}: "
                                        "the data do not determine it")
-    elif gate.fails(misfit):
-        problem = "poor_fit", gate.message(misfit, r2, dw)
+    elif gate.fails(misfit, p_value):
+        problem = "poor_fit", gate.message(misfit, p_value, ratio, r2, dw)
     elif not model.scale_free and not start + length <= d[-1]:
         problem = "out_of_range", (f"the curve does not fall to 1/e of its height at distance {start:.4g} within the "
                                    f"fitted distances [{start:.4g}, {d[-1]:.4g}] (it would at {start + length:.4g}): "
@@ -1143,19 +1163,12 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
         decay_length_se=float(length_se) if has_length else math.nan,
         decay_length_ci=(float(length - t * length_se), float(length + t * length_se)) if has_length
         else (math.nan, math.nan),
-        ci_level=float(level), decay_model=model, misfit=misfit, durbin_watson=dw,
+        ci_level=float(level), decay_model=model, misfit=misfit, gof_p_value=p_value, durbin_watson=dw,
         chi2=float(np.sum(standard**2)), residuals=standard, design_effect=float(design_effect))
 
 
-def _sandwich(model, d, popt, sigma, factor):
-    """Cluster-robust covariance of the parameters and the mean generalised design effect.
-
-    With J the Jacobian of the curve at ``popt`` (central differences), W = diag(1 / sigma²) the fit's weights
-    and Σ = F Fᵀ the profile's noise covariance (F = ``factor``, one column per anchor block):
-    cov = A⁻¹ (Jᵀ W F)(Jᵀ W F)ᵀ A⁻¹, A = Jᵀ W J (White 1980; Liang & Zeger 1986, blocks as clusters), and
-    δ̄ = tr(A⁻¹ Jᵀ W Σ W J) / p, the mean eigenvalue of the design-effect matrix (Rao & Scott 1984): how much
-    larger the sampling variance is than the weights assume, on average over the parameters."""
-    w = np.ones(d.size) if sigma is None else 1 / sigma**2
+def _jacobian(model, d, popt) -> np.ndarray:
+    """∂f/∂p at ``popt`` by central differences, shape (n_points, n_params)."""
     jac = np.empty((d.size, popt.size))
     for j in range(popt.size):
         h = 1e-6 * max(abs(popt[j]), 1e-8)
@@ -1163,8 +1176,18 @@ def _sandwich(model, d, popt, sigma, factor):
         up[j] += h
         down[j] -= h
         jac[:, j] = (model.function(d, *up) - model.function(d, *down)) / (2 * h)
+    return jac
+
+
+def _sandwich(jac, w, factor):
+    """Cluster-robust covariance of the parameters and the mean generalised design effect.
+
+    With J the Jacobian of the curve at the estimate, W = diag(w) the fit's weights (1 / sigma²) and
+    Σ = F Fᵀ the profile's noise covariance (F = ``factor``, one column per anchor block):
+    cov = A⁻¹ (Jᵀ W F)(Jᵀ W F)ᵀ A⁻¹, A = Jᵀ W J (White 1980; Liang & Zeger 1986, blocks as clusters), and
+    δ̄ = tr(A⁻¹ Jᵀ W Σ W J) / p, the mean eigenvalue of the design-effect matrix (Rao & Scott 1984): how much
+    larger the sampling variance is than the weights assume, on average over the parameters."""
     bread = np.linalg.pinv(jac.T @ (w[:, None] * jac))
     score = jac.T @ (w[:, None] * factor)  # (p, n_units)
     meat = score @ score.T
-    cov = bread @ meat @ bread
-    return cov, float(np.trace(bread @ meat) / popt.size)
+    return bread @ meat @ bread, float(np.trace(bread @ meat) / jac.shape[1])

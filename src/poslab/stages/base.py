@@ -341,8 +341,8 @@ class RunContext:
         d, y, n, s, e = self.fit_points
         end, rule = self.fit_range if target == "profile" else (None, "window")
         return fit_decay(d, y, n_pairs=n, std=s, models=o.models, target=target, min_aic_gain=o.min_aic_gain,
-                         level=o.ci_level, max_distance=end, range_rule=rule, noise=e, max_misfit=o.max_misfit,
-                         exact_tolerance=o.exact_tolerance)
+                         level=o.ci_level, max_distance=end, range_rule=rule, noise=e, gof_alpha=o.gof_alpha,
+                         fit_tolerance=o.fit_tolerance)
 
     @functools.cached_property
     def fits(self):

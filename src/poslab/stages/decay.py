@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import Choice, Integer, ListOf, Real
-from ..analysis.decay import DECAY_MODELS, EXACT_TOLERANCE, MAX_MISFIT, MIN_AIC_GAIN, PARAMETERS
+from ..analysis.decay import DECAY_MODELS, FIT_TOLERANCE, GOF_ALPHA, MIN_AIC_GAIN, PARAMETERS
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
@@ -60,11 +60,15 @@ DECAY_METRICS = Table(
         Column("fit_max_distance", "float", "positions", "last fitted distance (the fit range's end)"),
         Column("fit_range_rule", "str", "", "why the fit range ends there: first_zero_crossing (the first distance "
                "where the profile is <= 0) or window (it stays above 0); the envelope uses the window"),
-        Column("misfit", "float", "", "goodness of fit: rms residual / rms block standard error of the profile "
-               "(gof_test noise), or the largest |mean residual| over 20 bins of ln(1 + distance) / the profile's "
-               "range over the fitted distances (exact)"),
-        Column("gof_test", "str", "", "the gate applied: noise (poor_fit above max_misfit), exact (a "
-               "translation-invariant profile: poor_fit above exact_tolerance) or none"),
+        Column("misfit", "float", "", "goodness of fit: the largest |mean residual| over 20 bins of ln(1 + distance), "
+               "relative to the profile's range over the fitted distances (a misfit at a few distances counts, the "
+               "ripple of a cosine sum averages out)"),
+        Column("gof_p_value", "float", "", "probability of a residual sum of squares at least this large under the "
+               "profile's noise, anchor blocks as clusters (Satterthwaite's chi2 after the fit's projection; "
+               "gof_test noise)"),
+        Column("gof_test", "str", "", "the gate applied: noise (poor_fit when misfit > fit_tolerance and "
+               "gof_p_value < gof_alpha), exact (a translation-invariant profile, no noise: misfit > fit_tolerance) "
+               "or none (no noise model given)"),
         Column("durbin_watson", "float", "", "Durbin-Watson statistic of the residuals (about 2: uncorrelated; "
                "reported, not a gate: neighbouring distances share positions, so even a true model's residuals "
                "are correlated)"),
@@ -116,13 +120,12 @@ class Decay(Stage):
     fit_min_distance: int = setting(1, Integer(minimum=0), "smallest distance fitted (distance 0 is 1 by construction)")
     min_aic_gain: float = setting(MIN_AIC_GAIN, Real(minimum=0),
                                   "AIC a model must gain over a constant to be reported (Burnham & Anderson 2002)")
-    max_misfit: float = setting(MAX_MISFIT, Real(minimum=0, open_min=True),
-                                "goodness-of-fit gate: a fit whose rms residual exceeds this many rms block standard "
-                                "errors of the profile is poor_fit")
-    exact_tolerance: float = setting(EXACT_TOLERANCE, Real(minimum=0, open_min=True),
-                                     "goodness-of-fit gate of an exact (translation-invariant) profile: residuals "
-                                     "averaged over 20 bins of ln(1 + distance) reaching this fraction of the profile's "
-                                     "range over the fitted distances are poor_fit")
+    gof_alpha: float = setting(GOF_ALPHA, Real(minimum=0, maximum=1, open_min=True, open_max=True),
+                               "goodness-of-fit gate: a fit is poor_fit when its residuals are less probable than this "
+                               "under the profile's noise (anchor blocks as clusters) ...")
+    fit_tolerance: float = setting(FIT_TOLERANCE, Real(minimum=0, open_min=True),
+                                   "... and its residuals, averaged over 20 bins of ln(1 + distance), exceed this "
+                                   "fraction of the profile's range (exact profiles: this alone)")
 
     def compute(self, ctx: RunContext) -> Output:
         fits = ctx.fits
