@@ -390,9 +390,24 @@ class RunContext:
                                        max_failed_fraction=o.max_failed_fraction,
                                        correlation_length=self.block_length[1], summarise=self.summarise)
 
-    #: summarise(distance, profiles) -> {summary column: (n_rows,) values}: the model-free summaries the
-    #: bootstrap gives intervals for (poslab.analysis.summaries, by the stage that declares them); None: none.
-    summarise = None
+    def summarise(self, distance, profiles) -> dict:
+        """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals.
+
+        :func:`poslab.analysis.summaries.summaries_many` on each row, with the run's thresholds and the profile's
+        block standard errors as ``se`` (a first minimum must rise back beyond them); every summary but the
+        band widths (the bootstrap makes those itself). Returns {name: ndarray of shape (n_rows,)}: the distance,
+        +inf where not reached within the window, NaN where undefined or the resampled profile is degenerate.
+        """
+        from ..analysis.summaries import STATUSES, SUMMARY_NAMES, summaries_many
+
+        se = np.sqrt(np.sum(self.profile_noise**2, axis=1)) if self.profile_noise.shape[1] > 1 else None
+        result = summaries_many(distance, profiles, thresholds=self.options.thresholds, se=se)
+        not_reached = STATUSES.index("not_reached")
+        out = {}
+        for name in SUMMARY_NAMES:
+            j = result.names.index(name)
+            out[name] = np.where(result.status[:, j] == not_reached, np.inf, result.values[:, j])
+        return out
 
     def _release_units(self) -> None:
         """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""

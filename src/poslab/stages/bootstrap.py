@@ -9,6 +9,7 @@ import pandas as pd
 
 from .._validation import Integer, Real
 from ..analysis.bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_BLOCKS, N_RESAMPLES
+from ..analysis.summaries import SUMMARY_NAMES
 from .bands import BAND_WIDTH
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
@@ -27,6 +28,9 @@ BOOTSTRAP = Table(
         dataclasses.replace(BAND_WIDTH, dtype="float", interval=False, console=False,
                             description="the resample's band width at threshold t (empty: beyond the window, or "
                                         "undefined: no pair at the window's end)"),
+        *(Column(name, "float", "positions", f"the resample's {name.replace('_', ' ')} "
+                 "(poslab.analysis.summaries; empty: not reached within the window, undefined, or the resampled "
+                 "profile is degenerate)") for name in SUMMARY_NAMES),
     ),
 )
 
@@ -82,8 +86,12 @@ class Bootstrap(Stage):
         for t, (low, high) in boot.band_widths_ci.items():
             name = BAND_WIDTH.member(t)
             summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
-        for name, (low, high) in boot.summaries_ci.items():
-            summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        from . import SUMMARY  # the summary.csv schema (built once every stage is registered)
+
+        for name, (low, high) in boot.summaries_ci.items():  # the model-free summaries declared with an interval
+            column = SUMMARY.column(name)
+            if column is not None and column.interval:
+                summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
         if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
             summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
