@@ -111,8 +111,10 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
     u = gpt2_table / np.linalg.norm(gpt2_table, axis=1, keepdims=True)
     gpt2 = profiles[profiles["label"] == "learned(source=gpt2)"].set_index("distance")
     assert abs(gpt2.loc[1, "mean_similarity"] - np.mean(np.sum(u[:-1] * u[1:], axis=1))) < 1e-14
-    # random: no decay length; the others get one
+    # random: no decay length; sinusoidal and RoPE: a scale-free log law (no decay length either); the others one
     assert summary.loc[summary["kind"] == "random", "decay_length"].isna().all()
+    scale_free = summary["kind"].isin(["sinusoidal", "rotary"])
+    assert (summary.loc[scale_free, "selected_model"] == "log_law").all()
     # the table trained here: its profile is that of the bundled 256 x 128 table, recomputed directly
     trained = np.load(bundled_path("trained-char-lm")).astype(np.float64)
     t = trained / np.linalg.norm(trained, axis=1, keepdims=True)
@@ -120,6 +122,6 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
     assert mine.index.max() == 255
     for k in (1, 2, 86):
         assert abs(mine.loc[k, "mean_similarity"] - np.mean(np.sum(t[:-k] * t[k:], axis=1))) < 1e-13
-    assert summary.loc[summary["kind"] != "random", "decay_length"].notna().all()
+    assert summary.loc[~summary["kind"].isin(["random", "sinusoidal", "rotary"]), "decay_length"].notna().all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["study"] == "compare_encodings" and manifest["seeds"] == [0, 1, 2]

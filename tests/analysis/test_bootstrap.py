@@ -211,3 +211,121 @@ def test_translation_invariant_band_crossing_late_has_zero_width_interval():
     assert result.bands.to_frame()["width"].tolist() == [246]
     (low, high), = result.bootstrap.band_widths_ci.values()
     assert low == high == 246  # 32 blocks of 8 anchors: only blocks 0-1 reach distance 246
+
+
+# ---------------------------------------------------------------- issue 13: intervals that cover
+def test_politis_white_block_length_of_an_ar1_series_is_near_its_closed_form():
+    """AR(1) with φ: G / g(0) = Σ|k|ρ(k) / Σρ(k) = 2φ / (1 − φ²) · (1 − φ)/(1 + φ) ... closed form below."""
+    from scipy import signal
+
+    from poslab.analysis.bootstrap import politis_white
+
+    phi, n = 0.8, 100_000
+    x = signal.lfilter([1.0], [1.0, -phi], np.random.default_rng(0).standard_normal(n))
+    g_big = 2 * phi / (1 - phi) ** 2  # Σ_k |k| φ^|k| (autocovariances / γ(0))
+    g0 = (1 + phi) / (1 - phi)  # Σ_k φ^|k|
+    block, corr = politis_white(x)
+    assert block == pytest.approx((g_big**2 / g0**2) ** (1 / 3) * n ** (1 / 3), rel=0.25)
+    assert corr == pytest.approx(g_big / g0, rel=0.25)
+    assert politis_white(np.ones(100)) == (1.0, 0.0)
+
+
+def test_block_length_from_the_data_grows_with_the_correlation_and_stays_in_bounds():
+    from poslab.analysis.bootstrap import MIN_BLOCKS, choose_block_length
+
+    lengths = []
+    for sigma in (2.0, 32.0):
+        table = make_encoding("smoothed_random", length_scale=sigma).generate(1024, 64, rng=np.random.default_rng(0))
+        block, corr = choose_block_length(unit_rows(table), 1023)
+        assert math.ceil(1024 / 32) <= block <= 1024 // MIN_BLOCKS and corr >= 0
+        lengths.append((block, corr))
+    assert lengths[1][0] > lengths[0][0] and lengths[1][1] > lengths[0][1]
+
+
+def test_interval_widening_and_widened_percentile_intervals():
+    from scipy import stats
+
+    from poslab.analysis.bootstrap import interval_widening
+
+    t, z = stats.t.ppf(0.975, 7), stats.norm.ppf(0.975)
+    assert interval_widening(8, 0.95) == pytest.approx(math.sqrt(8 / 7) * t / z)  # Hesterberg's expanded percentile
+    assert interval_widening(8, 0.95, 10.0, 40.0) == pytest.approx(math.sqrt(8 / 7) * t / z / math.sqrt(0.75))
+    assert interval_widening(1, 0.95) == 1.0
+    values = np.arange(101.0)
+    assert percentile_interval(values, 0.9, widen=2.0) == pytest.approx((-40.0, 140.0))  # about the median 50
+    low, high = percentile_interval(values, 0.9, integer=True, widen=1.05)
+    assert low == math.floor(low) and high == math.ceil(high) and low < 5 and high > 95
+    low, high = percentile_interval([1.0] * 10 + [np.inf] * 40, 0.9, widen=1.5)
+    assert low == 1.0 and math.isnan(high)  # open above: beyond the window
+
+
+def test_block_noise_is_the_cluster_standard_error_and_zero_for_an_exact_table():
+    from poslab.analysis.bootstrap import block_noise, block_standard_errors
+
+    table = make_encoding("smoothed_random", length_scale=4.0).generate(256, 16, rng=np.random.default_rng(0))
+    blocks = anchor_block_sums(unit_rows(table), 255, block_length=32)
+    factor = block_noise(blocks)
+    k = 5
+    means = blocks.sums[:, k] / blocks.counts[:, k]
+    total = blocks.counts[:, k].sum()
+    ybar = blocks.sums[:, k].sum() / total
+    expected = math.sqrt(8 / 7 * np.sum((blocks.counts[:, k] * (means - ybar)) ** 2)) / total
+    assert block_standard_errors(blocks)[k] == pytest.approx(expected)
+    assert np.sqrt(np.sum(factor[k] ** 2)) == pytest.approx(expected)
+    assert np.isnan(factor[-1]).all()  # only one block has anchors that far back
+    exact = anchor_block_sums(unit_rows(make_encoding("sinusoidal").generate(256, 32)), 255, block_length=32)
+    assert np.nanmax(np.abs(block_noise(exact))) < 1e-12
+
+
+def test_expected_cosine_of_correlated_gaussian_vectors_matches_monte_carlo():
+    """The null-coverage benchmark's truth: E[x·y / (|x||y|)] for dim i.i.d. pairs with correlation ρ."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from null_coverage import expected_similarity
+
+    rng = np.random.default_rng(0)
+    dim, sigma, k = 8, 4.0, 6.0
+    rho = math.exp(-k**2 / (4 * sigma**2))
+    x = rng.standard_normal((100_000, dim))
+    y = rho * x + math.sqrt(1 - rho**2) * rng.standard_normal((100_000, dim))
+    mc = np.mean(np.sum(x * y, 1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1))
+    assert expected_similarity(k, sigma, dim) == pytest.approx(mc, abs=3e-3)
+    assert abs(expected_similarity(k, sigma, dim) - rho) > 0.01  # the finite-dim correction is real at dim 8
+
+
+def test_the_run_gives_intervals_of_the_model_free_summaries():
+    from poslab.study.runner import analyse_table
+
+    table = make_encoding("smoothed_random", length_scale=8.0).generate(512, 64, rng=np.random.default_rng(1))
+    run = analyse_table(table, max_distance=511, seed=1)
+    boot = run.bootstrap
+    assert set(boot.summaries_ci) == {"e_folding_distance", "zero_crossing", "first_minimum", "integral_scale"}
+    low, high = boot.summaries_ci["e_folding_distance"]
+    assert low <= 16 <= high and low == math.floor(low)  # e-folding of exp(-k²/256): k = 16
+    assert boot.summaries["integral_scale"].shape == (boot.n_resamples,)
+    assert boot.block_length >= 512 // 32 and boot.widening > 1
+
+
+@pytest.mark.slow
+def test_decay_length_and_summary_intervals_cover_on_the_null_model():
+    """A smaller version of benchmarks/null_coverage.py: 60 seeds at σ = 8, n = 256, dim 64."""
+    import sys
+    from pathlib import Path
+
+    from poslab.study.runner import analyse_table
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from null_coverage import truths
+
+    truth = truths(8.0, 64, 256)
+    covered = {"decay_length": 0, "band_width_0p5": 0, "e_folding_distance": 0}
+    for seed in range(60):
+        table = make_encoding("smoothed_random", length_scale=8.0).generate(256, 64, rng=np.random.default_rng(seed))
+        boot = analyse_table(table, max_distance=255, seed=seed).bootstrap
+        intervals = {"decay_length": boot.decay_length_ci, "band_width_0p5": boot.band_widths_ci[0.5],
+                     "e_folding_distance": boot.summaries_ci["e_folding_distance"]}
+        for name, (low, high) in intervals.items():
+            covered[name] += low <= truth[name] <= high
+    assert all(51 <= c <= 60 for c in covered.values()), covered  # 85-100 % of 60 (nominal 95 %)

@@ -670,3 +670,115 @@ def test_short_decay_over_a_million_distances_is_not_at_bound():
     assert best is not None and best.decay_length == pytest.approx(37, rel=0.01)
     assert not decay._on_bound(37.0, 0.1, 1e8) and decay._on_bound(0.1 * (1 + 1e-6), 0.1, 1e8)
     assert decay._on_bound(2.0, 0.0, 2.0) and not decay._on_bound(1.9, 0.0, 2.0)
+
+
+# ---------------------------------------------------------------- issue 13: fits that must fit
+def _cosine_sum(base, n_freq, k):
+    """(1/m) Σ cos(k θ_i), θ_i = base^(-i/m): the exact profile of sinusoidal / RoPE with m frequencies."""
+    theta = base ** (-np.arange(n_freq) / n_freq)
+    return np.cos(np.outer(k, theta)).mean(axis=1)
+
+
+@pytest.mark.parametrize("base, n_freq", [(10000.0, 384), (500000.0, 64), (10000.0, 32)])
+def test_log_law_slope_is_one_over_ln_base_on_exact_cosine_sums(base, n_freq):
+    """S(k) ≈ [Ci(k) − Ci(k / base)] / ln base ≈ 1 − (γ + ln k) / ln base: the log law's slope is 1 / ln base."""
+    k = np.arange(1, 1024, dtype=float)
+    fits = fit_decay(k, _cosine_sum(base, n_freq, k), n_pairs=1024 - k, std=np.zeros(k.size), noise=np.zeros(k.size))
+    assert fits.gate == "exact" and fits.selected.model == "log_law"
+    assert fits.selected.params["slope"] == pytest.approx(1 / math.log(base), rel=0.02)
+    single = [f for f in fits.fits if f.model in ("exponential", "gaussian")]
+    assert all(f.status == "poor_fit" and "exact profile" in f.message for f in single)  # the window's scale: refused
+
+
+def test_fit_range_ends_at_the_first_zero_crossing_or_the_window():
+    d = np.arange(1, 200, dtype=float)
+    assert decay.fit_range_end(d, np.cos(d / 40)) == (63.0, "first_zero_crossing")  # cos < 0 from 62.8
+    assert decay.fit_range_end(d, np.exp(-d / 40)) == (None, "window")
+    y = np.exp(-d / 20) + 0.05 * np.cos(d / 5)
+    fits = fit_decay(d, y, max_distance=decay.fit_range_end(d, y)[0], range_rule="first_zero_crossing",
+                     models=["exponential"])
+    assert fits.fit_range[1] <= decay.fit_range_end(d, y)[0] and fits.range_rule == "first_zero_crossing"
+    assert set(fits.to_frame()["fit_range_rule"]) == {"first_zero_crossing"}
+
+
+def test_a_decay_length_beyond_the_fitted_range_is_out_of_range_not_extrapolated():
+    d = np.arange(1, 30, dtype=float)
+    y = 0.8 * np.exp(-d / 100) + 0.1 + np.random.default_rng(0).normal(0, 1e-4, d.size)
+    fit = fit_decay(d, y, models=["exponential"]).fits[0]
+    assert fit.status == "out_of_range" and "extrapolation" in fit.message and math.isnan(fit.decay_length)
+
+
+def _correlated_noise(d, n_blocks, scale, rng):
+    """A noise factor F (n_points, n_blocks) smooth in d (as anchor blocks give), and one draw F z."""
+    phases = rng.uniform(0, 2 * np.pi, n_blocks)
+    widths = rng.uniform(10, 60, n_blocks)
+    factor = scale * np.cos(d[:, None] / widths + phases) * np.exp(-d[:, None] / 300) / math.sqrt(n_blocks)
+    return factor, factor @ rng.standard_normal(n_blocks)
+
+
+def test_gate_false_alarms_on_the_true_model_are_rare_and_a_systematic_misfit_is_poor_fit():
+    d = np.arange(1, 300, dtype=float)
+    truth = DECAY_MODELS["exponential"].function(d, 0.8, 30.0, 0.05)
+    alarms = 0
+    for seed in range(40):
+        factor, noise = _correlated_noise(d, 24, 0.02, np.random.default_rng(seed))
+        fits = fit_decay(d, truth + noise, models=["exponential"], noise=factor)
+        assert fits.gate == "noise"
+        alarms += fits.fits[0].status == "poor_fit"
+    assert alarms <= 2, alarms
+    factor, noise = _correlated_noise(d, 24, 0.002, np.random.default_rng(1))
+    wrong = fit_decay(d, truth + noise, models=["gaussian"], noise=factor).fits[0]
+    assert wrong.status == "poor_fit" and "p = " in wrong.message and "tolerance 0.1" in wrong.message
+
+
+def test_qaicc_uses_the_design_effect_and_the_blocks_with_a_noise_factor():
+    d = np.arange(1, 300, dtype=float)
+    factor, noise = _correlated_noise(d, 16, 0.01, np.random.default_rng(3))
+    fits = fit_decay(d, DECAY_MODELS["exponential"].function(d, 0.8, 30.0, 0.05) + noise, noise=factor,
+                     models=["exponential", "stretched_exponential", "gaussian"])
+    ok = [f for f in fits.fits if f.status == "ok"]
+    general = max(ok, key=lambda f: (len(f.params), -f.chi2))
+    assert fits.c_hat == pytest.approx(general.design_effect) and fits.n_effective == 16
+    for f in ok:
+        k = len(f.params) + 1
+        assert f.qaicc == pytest.approx(f.chi2 / fits.c_hat + 2 * k + 2 * k * (k + 1) / (16 - k - 1))
+    assert fits.selected.model == "exponential"
+
+
+def test_sandwich_covariance_with_independent_noise_is_the_model_covariance():
+    """With F = diag(sigma) (independent noise of the fit's own standard errors) the sandwich is (JᵀWJ)⁻¹."""
+    d = np.arange(1.0, 60.0)
+    popt = np.array([0.8, 12.0, 0.1])
+    sigma = np.full(d.size, 0.01)
+    jac = decay._jacobian(DECAY_MODELS["exponential"], d, popt)
+    cov, deff = decay._sandwich(jac, 1 / sigma**2, np.diag(sigma))
+    np.testing.assert_allclose(cov, np.linalg.inv(jac.T @ (jac / sigma[:, None] ** 2)), rtol=1e-6)
+    assert deff == pytest.approx(1.0, rel=1e-6)
+
+
+def test_model_averaged_decay_length_and_its_unconditional_standard_error():
+    d, y, _ = synthetic("exponential", "unit")
+    fits = fit_decay(d, y, models=["exponential", "stretched_exponential", "log_law"])
+    scaled = [f for f in fits.fits if f.status == "ok" and np.isfinite(f.decay_length)]
+    w = np.array([f.akaike_weight for f in scaled])
+    w = w / w.sum()
+    lengths = np.array([f.decay_length for f in scaled])
+    mean = w @ lengths
+    se = w @ np.sqrt(np.array([f.decay_length_se for f in scaled]) ** 2 + (lengths - mean) ** 2)
+    assert fits.averaged()[:2] == pytest.approx((mean, se))  # Burnham & Anderson 2002, eq. 4.9
+
+
+def test_autocorrelation_time_of_white_noise_and_of_an_ar1_series():
+    from scipy import signal
+
+    rng = np.random.default_rng(0)
+    assert decay.autocorrelation_time(rng.standard_normal(20000)) == pytest.approx(1.0, abs=0.1)
+    x = signal.lfilter([1.0], [1.0, -0.8], rng.standard_normal(200000))
+    assert decay.autocorrelation_time(x) == pytest.approx((1 + 0.8) / (1 - 0.8), rel=0.1)  # τ = (1 + φ) / (1 − φ)
+
+
+def test_wald_intervals_use_the_level():
+    d, y, _ = synthetic("exponential", "unit")
+    wide, narrow = (fit_decay(d, y, models=["exponential"], level=level).fits[0] for level in (0.99, 0.5))
+    assert wide.ci_level == 0.99 and narrow.ci_level == 0.5
+    assert np.diff(wide.decay_length_ci)[0] > 3 * np.diff(narrow.decay_length_ci)[0]

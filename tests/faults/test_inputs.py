@@ -316,7 +316,9 @@ def test_plot_removes_a_figure_its_tables_no_longer_draw(tmp_path):
 def test_comparison_ranks_per_window_and_compares_different_windows_on_their_common_ones():
     from poslab.study import parse_study, run_study
 
-    spec = parse_study({"name": "w", "n_positions": 128, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+    spec = parse_study({"name": "w", "n_positions": 128, "dim": 16,  # the exponential through the fit gate
+                        "analysis": {"heatmap_bins": 8, "n_resamples": 40, "models": ["exponential"],
+                                     "fit_tolerance": 1.0},
                         "encodings": [{"kind": "sinusoidal"}, {"kind": "sinusoidal", "base": 50.0},
                                       {"kind": "sinusoidal", "base": 20.0, "n_positions": 64}]})
     result = run_study(spec, progress=False, executor="serial")

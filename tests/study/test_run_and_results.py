@@ -77,7 +77,7 @@ def test_tables_hold_the_analysis(study, gpt2_table):
     assert set(result.profiles.loc[result.profiles["kind"] == "sinusoidal", "base"]) == {10000.0}
     # decay: one row per run x model, exactly one selected where any fit is ok
     d = result.decay_metrics[result.decay_metrics["target"] == "profile"]
-    assert len(d) == 5 * 5
+    assert len(d) == 5 * 6  # six decay models, the log law included
     for (label, seed), g in d.groupby(["label", "seed"], dropna=False):
         assert g["selected"].sum() == int((g["status"] == "ok").any())
     # summaries: two default thresholds and four more summaries per run (issue 13: the zero crossing is its own)

@@ -31,9 +31,21 @@ fit, and a replicate on a bound is kept, since dropping it would censor the
 distribution when the truth lies on the bound, as a stretched exponential's
 stretch = 2 for a Gaussian profile); a refit that fails is a NaN replicate
 and is counted (more than ``max_failed_fraction``, default 10 %, failures
-leave the decay-length interval empty: the fit is unstable under resampling). Intervals are percentile intervals at ``level``
-(Efron & Tibshirani 1993, §13.3). Resampling is seeded
-(``numpy.random.default_rng(seed)``), so results are reproducible.
+leave the decay-length interval empty: the fit is unstable under resampling); a refit whose curve does not fall
+by 1/e within the fitted range is +inf (the interval is then open above). The model-free summaries
+(:mod:`poslab.analysis.summaries`) are recomputed on every resample too (``summarise``). Intervals are percentile
+intervals at ``level`` (Efron & Tibshirani 1993, §13.3), for anchor blocks widened about the replicates' median
+by :func:`interval_widening` (few blocks: Hesterberg 2015's expanded percentile; blocks not much longer than the
+dependence: Künsch 1989). Resampling is seeded (``numpy.random.default_rng(seed)``), so results are reproducible.
+
+Block length
+------------
+Chosen from the data (:func:`choose_block_length`): the largest Politis & White (2004, with Patton, Politis &
+White 2009's correction) block length of the lag-product series S[i, i + k] over anchors i, for k = 1, 2, 4, ...
+up to max_distance / 2 (the profile at distance k is that series' mean), clipped so that there are between
+MIN_BLOCKS = 8 and ``n_blocks`` (32) blocks. The ``arch`` package has the same rule (``optimal_block_length``); it
+is not used because it would bring statsmodels for forty lines (its formula is tested against the AR(1) closed
+form in tests/analysis/test_bootstrap.py). Measured coverage on the null model: benchmarks/README.md.
 
 A table that is exactly translation invariant (sinusoidal, RoPE) has the
 same S[i, i + k] at every anchor: every resample equals the profile, and the

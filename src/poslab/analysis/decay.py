@@ -10,14 +10,28 @@ numbers can be used.
 
 Decay length
 ------------
-Every model reports one model-independent number, ``decay_length`` (in
-positions): the distance L at which the fitted curve has covered 1 - 1/e of
-the way from its value at distance 0 to its asymptote, i.e.
-``f(L) - asymptote = (f(0) - asymptote) / e``, the first such distance. For the
-monotone models this has a closed form; for ``damped_cosine`` it is the first
-root of exp(-d / length) * cos(2 pi d / period) = 1/e, which lies below
-min(length, period / 4) (so an undamped oscillation still decorrelates at its
-first quarter period, and encodings compare on the same footing).
+Every model with a scale reports one number, ``decay_length`` (in
+positions), read on the fitted curve inside the fitted range: the distance L
+over which f − asymptote falls to 1/e of its value at the first fitted
+distance d0, ``f(d0 + L) − asymptote = (f(d0) − asymptote) / e``. Distance 0
+is not fitted (S(0) = 1 by construction), so the length is never an
+extrapolation to it: for the exponential L = length from any d0; for the
+gaussian sqrt(d0² + 2 sigma²) − d0; for the power law (1 + d0)(e^(1/exponent) − 1);
+for the stretched exponential length (1 + (d0/length)^stretch)^(1/stretch) − d0;
+for ``damped_cosine`` the root of g(d0 + L) = g(d0)/e, g = exp(−d/length)
+cos(2πd/period), unique before the first quarter period. When d0 + L lies
+beyond the last fitted distance the fit is ``out_of_range``, with no number.
+The ``log_law`` (intercept − slope · ln d) has no scale, so no decay length:
+its ``slope`` is the summary (sinusoidal and RoPE profiles follow it with slope
+1 / ln base: S(k) ≈ [Ci(k) − Ci(k / base)] / ln base ≈ 1 − (γ + ln k) / ln base).
+
+Fit range
+---------
+The study pipeline fits distances from ``fit_min_distance`` (1) up to the
+profile's first zero crossing (:func:`fit_range_end`), else the whole window,
+and records the rule (``fit_range_rule``) and ``fit_max_distance``. Beyond its
+zero crossing a profile no longer decays towards a level (GPT-2's helix
+oscillates; a noisy tail is noise), which no decay model describes.
 
 Weights
 -------
@@ -33,35 +47,68 @@ the pooled std: a std from a handful of pairs, or from an exactly
 translation-invariant table (sinusoidal, RoPE: std ~ 1e-16), would otherwise
 get an unbounded weight. Distances with fewer than 2 pairs are dropped (their
 std is 0 or a single difference). Without ``std`` the weights are
-``n_pairs``; without both, uniform. ``absolute_sigma=False``: only relative
-weights matter and the covariance is scaled by the reduced chi^2. The SEM
-treats the pairs at one distance as independent, which they are not
-(neighbouring pairs share positions), so the covariance-based intervals are
-too narrow for real profiles; :mod:`poslab.analysis.bootstrap` gives
-intervals that account for it.
+``n_pairs``; without both, uniform. Only relative weights matter: the
+noise that decides goodness of fit, selection and standard errors is
+``noise`` (below), since the SEM treats the pairs at one distance as
+independent, which they are not (neighbouring pairs share positions).
 
-Goodness of fit and model selection
------------------------------------
-Over the N points used, with residuals r = y - f(d), k model parameters and
-weights w = (1 / se**2) / mean(1 / se**2)::
+Goodness of fit
+---------------
+``r2`` (unweighted), ``rmse`` and ``durbin_watson`` are reported, not gated:
+neighbouring distances share positions, so even a true model's residuals are
+strongly autocorrelated (Durbin–Watson near 0) and a naive test would reject
+it. The gate compares the misfit with the profile's own noise, given as
+``noise``: one column per anchor block (:func:`poslab.analysis.bootstrap.block_noise`),
+F with F Fᵀ the covariance of the mean profile across distances. For a true
+model the residual is that noise minus its weighted projection on the curve's
+tangents, r ≈ (I − P) F z, so ‖r‖² is distributed as Σ λ_j χ²₁ with λ the
+eigenvalues of Fᵀ(I − P)ᵀ(I − P)F; ``gof_p_value`` is its tail probability by
+Satterthwaite's two-moment χ² (g χ²_h, g = Σλ²/Σλ, h = (Σλ)²/Σλ²). A fit is
+``poor_fit`` when that p-value is below ``gof_alpha`` (0.001) **and** its
+``misfit`` exceeds ``fit_tolerance`` (0.1): the largest |mean residual| over
+LOG_BINS = 20 bins equally spaced in ln(1 + d), relative to the profile's
+range over the fitted distances (a misfit at a few distances counts; the
+ripple of a finite cosine sum averages out). The tolerance keeps a misfit
+that is statistically detectable but negligible (a random-Fourier table's
+realised kernel against its Gaussian expectation: r² 0.9996, misfit 0.01)
+from being rejected. An exact profile (noise <= EXACT_NOISE everywhere: a
+translation-invariant table or a kernel) has no noise: the tolerance alone
+decides. Measured (benchmarks/fit_gate.py, benchmarks/model_selection.py,
+benchmarks/README.md): every bad fit issue 13 found is ``poor_fit``; false
+alarms on correct models are reported there. Without ``noise``
+(``gof_test = none``) no fit is gated.
 
-    r2   = 1 - sum(r**2) / sum((y - mean(y))**2)      (unweighted)
-    rmse = sqrt(mean(r**2))                            (unweighted)
-    aic  = N * ln(RSS_w / N) + 2 * k,  RSS_w = sum(w * r**2)
-    aicc = aic + 2 * k * (k + 1) / (N - k - 1)         (Hurvich & Tsai 1989)
-    bic  = N * ln(RSS_w / N) + k * ln(N)
-    akaike_weight = exp(-delta / 2) / sum(exp(-delta / 2)),  delta = aicc - min(aicc)
+Model selection
+---------------
+Akaike weights treat residuals as independent; here they are not. Among the
+``ok`` fits of a target, QAICc (Burnham & Anderson 2002, §2.5) ::
 
-over the ``ok`` fits of one target (Burnham & Anderson 2002, §2.9); the ``ok``
-fit with the lowest AICc is ``selected``.
+    qaicc = chi2 / c_hat + 2K + 2K(K + 1) / (n_effective − K − 1),  K = k + 1,
+    chi2 = Σ (r / se)²  (the fit's weights)
+
+with ĉ the mean generalised design effect of the most general ok model (most
+parameters, then lowest chi2): δ̄ = tr(A⁻¹ Jᵀ W Σ W J) / k, A = Jᵀ W J (Rao &
+Scott 1984's first-order correction; as for AIC under complex sampling,
+Lumley & Scott 2015), and n_effective the number of anchor blocks (the
+independent units). Without ``noise`` ĉ = τ · chi2 / (N − k) and n_effective
+= N / τ, τ the integrated autocorrelation time of that model's standardised
+residuals (:func:`autocorrelation_time`). ``akaike_weight`` = exp(−Δ/2) /
+Σ exp(−Δ/2), Δ = qaicc − min(qaicc); the lowest qaicc is ``selected``.
+:meth:`DecayFits.averaged` gives the model-averaged decay length and its
+unconditional standard error (eq. 4.9). ``aic``, ``aicc`` (Hurvich & Tsai
+1989) and ``bic`` are kept as they were (independent residuals,
+w = (1 / se²) / mean(1 / se²), aic = N ln(RSS_w / N) + 2k).
 
 Confidence intervals
 --------------------
-``<param>_ci_low`` / ``<param>_ci_high`` are Wald intervals at ``level``
-(default 0.95): value -/+ t_{(1 + level) / 2, N - k} * se, se from the
-covariance. ``decay_length_se`` propagates the covariance through the decay
-length (delta method, central differences). Same caveat as above: these
-assume independent residuals.
+``<param>_ci_low`` / ``<param>_ci_high`` are Wald intervals at ``level``:
+value ∓ t_{(1 + level) / 2, dof} · se. With ``noise`` the covariance is the
+cluster-robust sandwich A⁻¹ (Jᵀ W F)(Jᵀ W F)ᵀ A⁻¹ (anchor blocks as
+clusters: White 1980; Liang & Zeger 1986) and dof = n_blocks − k; without it,
+curve_fit's covariance times τ and dof = N / τ − k. ``decay_length_se``
+propagates the covariance through the decay length (delta method, central
+differences). The bootstrap (:mod:`poslab.analysis.bootstrap`) gives the
+intervals the study reports.
 
 Long profiles
 -------------
