@@ -393,15 +393,26 @@ class RunContext:
     def summarise(self, distance, profiles) -> dict:
         """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals.
 
-        :func:`poslab.analysis.summaries.summaries_many` on each row, with the run's thresholds and the profile's
-        block standard errors as ``se`` (a first minimum must rise back beyond them); every summary but the
-        band widths (the bootstrap makes those itself). Returns {name: ndarray of shape (n_rows,)}: the distance,
-        +inf where not reached within the window, NaN where undefined or the resampled profile is degenerate.
+        :func:`poslab.analysis.summaries.summaries_many` on each row with the settings of the run's own
+        summaries (thresholds, ``min_rise``, ``min_rise_se``, and the profile's standard errors of the mean
+        max(std, pooled std) / sqrt(n_pairs) as ``se``), so each replicate is the summary the run reports, of
+        a resampled profile; every summary but the band widths (the bootstrap makes those itself). Returns
+        {name: ndarray of shape (n_rows,)}: the distance, +inf where not reached within the window, NaN where
+        undefined or the resampled profile is degenerate.
         """
-        from ..analysis.summaries import STATUSES, SUMMARY_NAMES, summaries_many
+        from ..analysis.summaries import MIN_RISE, MIN_RISE_SE, STATUSES, SUMMARY_NAMES, summaries_many
 
-        se = np.sqrt(np.sum(self.profile_noise**2, axis=1)) if self.profile_noise.shape[1] > 1 else None
-        result = summaries_many(distance, profiles, thresholds=self.options.thresholds, se=se)
+        o, p = self.options, self.profile
+        ok = np.isfinite(p.mean_similarity) & (p.n_pairs > 0)
+        n, std = p.n_pairs[ok].astype(float), p.std_similarity[ok]
+        se = None
+        if n.size and np.any(std > 0):
+            pooled = np.sqrt(np.sum(n * std**2) / np.sum(n))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                se = np.maximum(p.std_similarity, pooled) / np.sqrt(p.n_pairs)
+        result = summaries_many(distance, profiles, thresholds=o.thresholds, se=se,
+                                min_rise=getattr(o, "min_rise", MIN_RISE),
+                                min_rise_se=getattr(o, "min_rise_se", MIN_RISE_SE))
         not_reached = STATUSES.index("not_reached")
         out = {}
         for name in SUMMARY_NAMES:
