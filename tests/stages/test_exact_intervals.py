@@ -10,12 +10,15 @@ from poslab.cli import _summary_text
 from poslab.study import parse_study, run_study
 
 SINUSOIDAL, NOISY = "sinusoidal", "smoothed_random(length_scale=4)"
+# Sinusoidal and RoPE profiles follow a log law (no decay length) and fail the exact gate for single-scale
+# models; these tests are about exact intervals, so they let the exponential through the gate.
+LOOSE = {"models": ["exponential", "gaussian"], "fit_tolerance": 1.0}
 
 
 @pytest.fixture(scope="module")
 def result():
     spec = parse_study({"name": "exact", "n_positions": 128, "dim": 32, "seeds": [0],
-                        "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+                        "analysis": {"heatmap_bins": 8, "n_resamples": 40, **LOOSE},
                         "encodings": [{"kind": "sinusoidal"}, {"kind": "smoothed_random", "length_scale": 4.0}]})
     return run_study(spec, progress=False, executor="serial")
 
@@ -58,7 +61,7 @@ def test_console_prints_exact_not_a_zero_width_bracket(result):
 
 def test_a_study_of_exact_runs_only_keeps_its_interval_columns_empty():
     """The columns are the schema's whatever the runs: empty, never absent."""
-    spec = parse_study({"name": "only", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+    spec = parse_study({"name": "only", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40, **LOOSE},
                         "encodings": [{"kind": "sinusoidal"}, {"kind": "rotary", "rope_theta": 100.0}]})
     s = run_study(spec, progress=False, executor="serial").summary
     for col in ("decay_length_ci_low", "decay_length_ci_high", "band_width_0p5_ci_low", "band_width_0p5_ci_high"):
@@ -70,7 +73,7 @@ def test_two_exact_labels_get_no_zero_width_interval_of_their_difference():
     """Default study QA: rotary vs sinusoidal had difference_ci_low = difference_ci_high (constant replicates).
     Both exact (issue 13: model-free summaries): no interval of the difference; they differ wherever their
     summaries differ, at every common window."""
-    spec = parse_study({"name": "two", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40},
+    spec = parse_study({"name": "two", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8, "n_resamples": 40, **LOOSE},
                         "encodings": [{"kind": "sinusoidal"}, {"kind": "rotary", "rope_theta": 100.0}]})
     result = run_study(spec, progress=False, executor="serial")
     pairs = result.comparison_pairs
