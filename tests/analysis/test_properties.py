@@ -179,3 +179,22 @@ def test_excluded_positions_and_degenerate_rows():
     same = unit_rows(np.ones((30, 4)))
     assert math.isnan(monotonicity(same, 29)[0]) and monotonicity(same, 29)[1] == 1.0
     assert locality(same) == pytest.approx((1 + 2 * (1 - 2.0**-14)) / 29)  # reach 14: 29 keys
+
+
+def test_kernel_monotonicity_by_prefix_equals_ranking_every_row():
+    """kernel_properties' one-pass prefix counts equal ranking every anchor's row (brute force), ties included."""
+    from poslab.analysis.properties import _block_monotonicity, _pooled_monotonicity, _prefix_monotonicity
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        w = int(rng.integers(1, 200))
+        q = rng.normal(size=w)
+        if trial % 3 == 0:
+            q = np.round(q, 1)  # ties: ranked in distance order, as for tables
+        if trial % 7 == 0:
+            q = np.zeros(w)  # flat rows have no rho
+        lengths = np.minimum(w, rng.integers(0, w + 5, size=int(rng.integers(1, 30))))
+        rows = np.broadcast_to(q, (lengths.size, w))
+        rho, v, p = _block_monotonicity(rows, np.arange(1, w + 1)[None, :] <= lengths[:, None])
+        expected = _pooled_monotonicity([rho], v, p)
+        np.testing.assert_allclose(_prefix_monotonicity(q, lengths), expected, rtol=1e-10, atol=1e-12)
