@@ -142,7 +142,8 @@ def _pick_seed(sub, seed):
 
 
 #: How each kernel scale is named on figures (summary.csv ``kernel``; :mod:`poslab.encodings.kernel`).
-SCALE_NAMES = {"cosine": "cosine similarity", "attention_prior": "attention prior exp(b(k) − b(0))"}
+SCALE_NAMES = {"cosine": "cosine similarity", "attention_prior": "attention prior exp(b(k) − b(0))",
+               "score": "score kernel (xPos)"}
 
 
 def kernel_scales(summary: pd.DataFrame | None) -> dict:

@@ -71,9 +71,10 @@ class KernelHeads(Stage):
     summary = (
         Column("profile_method", "str", "", "kernel (exact, from the encoding's kernel by distance: no table, no FFT, "
                "no sampling variability) or table (cosine similarity of the generated table's rows, by FFT)"),
-        Column("kernel", "str", "", "the scale of the profile: cosine (cosine similarity of position vectors) or "
-               "attention_prior (a bias b_h as exp(b_h(k) - b_h(0)): 1 at distance 0, in (0, 1] for a decaying bias); "
-               "runs are ranked against runs of the same scale only"),
+        Column("kernel", "str", "", "the scale of the profile: cosine (cosine similarity of position vectors), "
+               "attention_prior (a bias b_h as exp(b_h(k) - b_h(0)): 1 at distance 0, in (0, 1] for a decaying bias) "
+               "or score (xPos: the score of equal content at distance k relative to distance 0); runs are ranked "
+               "against runs of the same scale only"),
         Column("kernel_direction", "str", "", "keys the kernel covers: bidirectional, or causal (keys at or before "
                "the query); empty for table runs"),
         Column("kernel_n_heads", "Int64", "", "heads of the kernel (the profile is their mean); empty for table runs"),
