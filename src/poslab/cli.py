@@ -233,9 +233,9 @@ def _summary_text(summary) -> str:
         rows.append(row)
     text = pd.DataFrame(rows).to_string(index=False)
     if (exact & summary["status"].eq("ok")).any():
-        text += ("\n(exact): the table is exactly translation invariant, so resampling positions changes nothing: no "
-                 "sampling variability and no interval (ci_method exact); the fit's own uncertainty is "
-                 "decay_length_se in decay_metrics.csv")
+        text += ("\n(exact): the table is exactly translation invariant, or the run is a kernel computed exactly by "
+                 "distance, so resampling positions changes nothing: no sampling variability and no interval "
+                 "(ci_method exact); the fit's own uncertainty is decay_length_se in decay_metrics.csv")
     if starred:
         text += ("\n*: moves by more than 5 % between a quarter, half and all of the run's window "
                  "(window_sensitivity.csv)")
