@@ -91,4 +91,98 @@ def test_one_table_of_scaling_keys():
 
     fields = {f.name for f in dataclasses.fields(Rotary)}
     assert set(SCALING_KEYS) - set(LIST_KEYS) <= fields
-    assert fields - set(SCALING_KEYS) == {"rope_theta", "rotary_dim", "pairing", "config", "rope_type"}
+    assert fields - set(SCALING_KEYS) == {"rope_theta", "rotary_dim", "pairing", "config", "layer_type", "rope_type"}
+
+
+# ---------------------------------------------------------------- per-layer inventories (issue 14, item 1)
+
+GEMMA3_LEGACY = {"model_type": "gemma3_text", "num_hidden_layers": 12, "head_dim": 16, "hidden_size": 64,
+                 "num_attention_heads": 4, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+                 "sliding_window_pattern": 6, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
+
+
+def test_gemma3_legacy_keys_give_two_ropes_by_layer_type(tmp_path):
+    """Gemma 3 as published (transformers 4 keys): sliding layers rope_local_base_freq 1e4, every 6th layer
+    global with rope_theta 1e6 and linear factor 8 (Gemma3TextConfig.convert_rope_params_to_dict)."""
+    from poslab.encodings.model_config import read_rope_inventory
+
+    path = write(tmp_path / "g3", GEMMA3_LEGACY)
+    inv = read_rope_inventory(path)
+    assert inv.layer_types == ("sliding_attention", "full_attention")
+    assert inv.group("full_attention").layers == (5, 11)
+    assert inv.group("sliding_attention").count == 10
+    full, sliding = inv.group("full_attention").rope, inv.group("sliding_attention").rope
+    assert (full.rope_type, full.rope_theta, dict(full.scaling)) == ("linear", 1e6, {"factor": 8.0})
+    assert (sliding.rope_type, sliding.rope_theta, dict(sliding.scaling)) == ("default", 1e4, {})
+    assert full.sources["rope_theta"] == "config: rope_theta"
+    assert sliding.sources["rope_theta"] == "config: rope_local_base_freq"
+    assert inv.sources["layer_types period"] == "config: sliding_window_pattern"
+    r = make_encoding("rotary", config=str(path), layer_type="full_attention").resolve(64, 16)
+    np.testing.assert_allclose(r.inv_freq, rope_inv_freq(16, 1e6) / 8, rtol=1e-15)
+    with pytest.raises(ParameterError, match='different RoPE per layer type: sliding_attention .*layer_type = '
+                                             r'\["sliding_attention", "full_attention"\]'):
+        make_encoding("rotary", config=str(path))
+    with pytest.raises(ParameterError, match="no layer type 'global'; this config has sliding_attention"):
+        make_encoding("rotary", config=str(path), layer_type="global")
+    with pytest.raises(ParameterError, match="layer_type = 'full_attention' selects one layer type .* give config"):
+        make_encoding("rotary", layer_type="full_attention")
+
+
+def test_layer_type_all_expands_to_one_run_per_rope_layer_type(tmp_path):
+    from poslab.encodings.rotary import Rotary
+
+    path = write(tmp_path / "g3", GEMMA3_LEGACY)
+    params = Rotary.expand_study_params({"config": str(path), "layer_type": "all"})
+    assert params["layer_type"] == ["sliding_attention", "full_attention"]
+    with pytest.raises(ValueError, match='layer_type = "all" needs config'):
+        Rotary.expand_study_params({"layer_type": "all"})
+
+
+def test_unknown_key_in_one_layer_types_dict_is_refused_naming_it(tmp_path):
+    path = write(tmp_path / "m", {"model_type": "gemma3_text", "num_hidden_layers": 2, "head_dim": 8,
+                                  "layer_types": ["sliding_attention", "full_attention"],
+                                  "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                                      "full_attention": {"rope_type": "default", "rope_theta": 1e6,
+                                                                         "warp": 3}}})
+    with pytest.raises(ParameterError, match=r"rope_parameters.full_attention has a key poslab does not understand: "
+                                             r"'warp' = 3"):
+        make_encoding("rotary", config=str(path), layer_type="full_attention")
+
+
+def test_llama4_nope_layers_and_their_temperature(tmp_path):
+    """Llama 4 (iRoPE): every 4th layer has no RoPE; its queries are scaled by 1 + 0.1·ln(⌊(p+1)/8192⌋ + 1)
+    (values from the reference note: 1.06931 at p + 1 = 8192, 1.48598 at 2^20, 1.71553 at 10,485,760)."""
+    from poslab.encodings.model_config import read_rope_inventory
+
+    path = write(tmp_path / "l4", {"model_type": "llama4_text", "num_hidden_layers": 8, "head_dim": 16,
+                                   "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 5e5,
+                                   "attention_chunk_size": 8192,
+                                   "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                                                    "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}})
+    inv = read_rope_inventory(path)
+    assert inv.layer_pattern == ("chunked_attention",) * 3 + ("full_attention",) + ("chunked_attention",) * 3 \
+        + ("full_attention",)
+    nope = inv.group("full_attention")
+    assert nope.rope is None and nope.layers == (3, 7) and "no_rope_layers" in nope.no_rope
+    t = nope.temperature
+    assert (t.attn_scale, t.floor_scale) == (0.1, 8192)
+    np.testing.assert_allclose(t.scale([0, 8190, 8191, 2**20 - 1, 10_485_759]),
+                               [1.0, 1.0, 1.0 + 0.1 * np.log(2), 1.0 + 0.1 * np.log(129), 1.0 + 0.1 * np.log(1281)])
+    # the note's values are truncated to 5 decimals (1.7155396 at p + 1 = 10,485,760 reads 1.71553)
+    np.testing.assert_array_equal(np.floor(t.scale([8191, 2**20 - 1, 10_485_759]) * 1e5) / 1e5,
+                                  [1.06931, 1.48598, 1.71553])
+    r = make_encoding("rotary", config=str(path)).resolve(64, 16)  # the only RoPE: the chunked layers'
+    assert r.rope_type == "llama3"
+    assert any("full_attention: 2 layers without RoPE" in rule and "nope_temperature" in rule for rule in r.rules)
+    with pytest.raises(ParameterError, match="layer type 'full_attention' .* applies no RoPE .* no positional geometry"):
+        make_encoding("rotary", config=str(path), layer_type="full_attention")
+
+
+def test_cohere2_full_attention_layers_have_no_rope(tmp_path):
+    from poslab.encodings.model_config import read_rope_inventory
+
+    path = write(tmp_path / "c2", {"model_type": "cohere2", "num_hidden_layers": 8, "head_dim": 16,
+                                   "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 5e4})
+    inv = read_rope_inventory(path)
+    assert inv.group("full_attention").rope is None and inv.group("full_attention").layers == (3, 7)
+    assert inv.group("sliding_attention").rope.rope_theta == 5e4

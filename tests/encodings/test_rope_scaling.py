@@ -269,7 +269,14 @@ def test_config_errors(tmp_path):
         ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "linear", "factor": 4.0}},
          "both rope_scaling and rope_parameters, and they differ"),
         ({"rope_parameters": {"full_attention": {"rope_type": "default"}, "sliding_attention": {"rope_type": "default"}}},
-         r"per-layer-type RoPE parameters \(full_attention, sliding_attention\)"),
+         r"rope_parameters is given per layer type \(full_attention, sliding_attention\) but the config has no "
+         "layer_types"),
+        ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                              "sliding_attention": {"rope_type": "default"}},
+          "layer_types": ["sliding_attention", "full_attention"], "head_dim": 8},
+         r"a different RoPE per layer type: sliding_attention \(1 layer: rope_type default, rope_theta 10000, "
+         r"head_dim 8\); full_attention \(1 layer: rope_type default, rope_theta 1000000.*"
+         r"layer_type = \"sliding_attention\""),
         ({"rope_scaling": {"rope_type": "linear", "factor": "8"}}, "rope_scaling.factor must be a finite number > 0, got '8'"),
         ({"rope_scaling": {"rope_type": "linear", "factor": 0}}, "rope_scaling.factor must be a finite number > 0, got 0"),
         ({"rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1,

@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -32,7 +33,7 @@ TABLE = Path(__file__).parents[2] / "src" / "poslab" / "encodings" / "hf_rope_ar
 
 # Standard names (as rotary modules read them) whose aliases / class defaults poslab needs.
 SIZE_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings", "qk_rope_head_dim",
-             "rotary_dim", "rotary_embedding_base", "speech_encoder_attention_heads")
+             "rotary_dim", "rotary_embedding_base", "speech_encoder_attention_heads", "num_hidden_layers")
 # Keys that may set the head width a rotary module reads (probed per class).
 HEAD_KEYS = ("head_dim", "qk_rope_head_dim", "kv_channels", "attention_head_dim")
 # Top-level keys transformers' config classes may read into the RoPE parameters.
@@ -64,8 +65,11 @@ def _build(cls, **kwargs):
 def _get(obj, name):
     try:
         return getattr(obj, name, None)
-    except Exception:  # noqa: BLE001 - heterogeneous configs refuse global per-layer attributes
-        return None
+    except Exception:  # noqa: BLE001 - heterogeneous configs refuse global per-layer attributes: the global value
+        try:
+            return obj._getattr_without_heterogeneous_validation(name, None)
+        except Exception:  # noqa: BLE001
+            return None
 
 
 def _has_rope(cfg) -> bool:
@@ -224,9 +228,17 @@ def architecture_entry(cls, rot_cls=None) -> dict:
     switches = {k: _get(base, k) for k in SWITCHES if _get(base, k) is not None}
     if switches:
         entry["switches"] = switches
+    if isinstance(nope, list) and 0 in nope:
+        entry["nope_rule"] = layer_rule(cls, "no_rope_layers")
+        temperature = {k: _get(base, k) for k in ("attn_temperature_tuning", "attn_scale", "floor_scale")}
+        if all(v is not None for v in temperature.values()):  # Llama 4's query temperature on NoPE layers
+            entry["nope_temperature"] = temperature
+    if isinstance(_get(base, "layer_types"), list):
+        entry["layer_types_rule"] = layer_rule(cls, "layer_types")
     rope = _get(base, "rope_parameters")
     if isinstance(rope, dict) and rope and _flat(rope) is None:
         entry["per_layer_type"] = sorted(rope)
+        entry.update(per_layer_entry(cls, base, rot_cls))
         return entry
     rope = _flat(rope) or {}
     entry["rope_parameters"] = {k: rope[k] for k in sorted(rope) if k != "type"}
@@ -248,6 +260,129 @@ def architecture_entry(cls, rot_cls=None) -> dict:
         entry["default_theta"] = float(base.rope_theta)
     if rot_cls is not None:
         entry["prf_in_default"] = prf_in_default(cls, rot_cls)
+    return entry
+
+
+def _periodic(values):
+    """(period, offset, special, other, last) with values[i] == special iff (i + offset) % period == 0 (the last
+    layer possibly forced to ``special``), the smallest such period; {"constant": v} for one value; None otherwise."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) == 1:
+        return {"constant": distinct[0]}
+    if len(distinct) != 2:
+        return None
+    n = len(values)
+    for period in range(2, n + 1):
+        for offset in range(period):
+            for special, other in (distinct, distinct[::-1]):
+                want = [special if (i + offset) % period == 0 else other for i in range(n)]
+                if want == values:
+                    return {"period": period, "offset": offset, "special": special, "other": other, "last": None}
+                if want[:-1] == values[:-1] and values[-1] == special:
+                    return {"period": period, "offset": offset, "special": special, "other": other, "last": special}
+    return None
+
+
+# Config keys that may set a layer pattern's period (read from transformers' config classes).
+PATTERN_KEYS = ("sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layer_interval")
+
+
+def layer_rule(cls, field):
+    """How the class fills ``field`` (layer_types, no_rope_layers) when a config leaves it out: a periodic rule
+    checked at 24, 25 and 36 layers, with the key that sets its period; None if it is not periodic."""
+    rules = []
+    for n in (24, 25, 36):
+        values = _get(_build(cls, num_hidden_layers=n), field)
+        rules.append(_periodic(values) if isinstance(values, list) and len(values) == n else None)
+    if any(r is None for r in rules):
+        return None
+    forced = [r.pop("last", None) for r in rules]  # a last layer forced to the special type shows at some sizes
+    if any(r != rules[0] for r in rules):
+        return None
+    rule = dict(rules[0])
+    if "constant" not in rule:
+        rule["last"] = next((f for f in forced if f is not None), None)
+    for key in PATTERN_KEYS:
+        probes = [_get(_build(cls, num_hidden_layers=24, **{key: p}), field) for p in (3, 4)]
+        found = [_periodic(v) if isinstance(v, list) else None for v in probes]
+        if all(f is not None and f.get("period") == p for f, p in zip(found, (3, 4))):
+            rule["key"] = key
+    return rule
+
+
+_LEGACY_THETA = ("rope_theta", "rope_local_base_freq", "global_rope_theta", "local_rope_theta", "swa_rope_theta",
+                 "compress_rope_theta")
+_OVERRIDE_FIELDS = ("head_dim", "hidden_size", "num_attention_heads", "qk_rope_head_dim", "max_position_embeddings",
+                    "partial_rotary_factor")
+
+
+def _overrides_by_type(cfg) -> dict:
+    """The RoPE-relevant per-layer overrides (``per_layer_config``) of a config, by layer type."""
+    per_layer = (cfg.to_dict() if cfg is not None else {}).get("per_layer_config") or {}
+    types = _get(cfg, "layer_types") or []
+    out = {}
+    for index, overrides in per_layer.items():
+        kept = {k: v for k, v in overrides.items() if k in _OVERRIDE_FIELDS}
+        if kept and int(index) < len(types):
+            out.setdefault(types[int(index)], kept)
+    return out
+
+
+def per_layer_entry(cls, base, rot_cls) -> dict:
+    """Per-layer-type RoPE of a class: its default dict per type, the legacy keys its config class converts
+    (rope_theta per type, where rope_scaling goes), per-type overrides (head_dim) and the keys that set them,
+    and per type whether its default RoPE applies partial_rotary_factor."""
+    rope = _get(base, "rope_parameters")
+    entry = {"layer_rope": {t: ({k: v for k, v in sorted(d.items()) if k != "type"} if isinstance(d, dict) else None)
+                            for t, d in sorted(rope.items())},
+             "layer_types": list(_get(base, "layer_types") or [])}
+    source = inspect.getsource(sys.modules[cls.__module__])
+    candidates = sorted(set(_LEGACY_THETA) | set(re.findall(r'kwargs\.(?:pop|get)\("(\w+)"', source)))
+    legacy = {}
+    for key in candidates:
+        got = _get(_build(cls, **{key: 123457.0}), "rope_parameters")
+        if isinstance(got, dict):
+            hit = sorted(t for t, d in got.items() if isinstance(d, dict) and d.get("rope_theta") == 123457.0)
+            if hit:
+                legacy[key] = hit
+    entry["legacy_theta"] = legacy
+    got = _get(_build(cls, rope_scaling={"rope_type": "linear", "factor": 3.0}), "rope_parameters")
+    entry["legacy_scaling"] = sorted(t for t, d in (got or {}).items() if isinstance(d, dict) and d.get("factor") == 3.0)
+    entry["layer_overrides"] = _overrides_by_type(base)
+    keys = {}
+    for key in candidates:
+        got = _overrides_by_type(_build(cls, **{key: 40}))
+        for t, fields in got.items():
+            for field, value in fields.items():
+                if value == 40 and entry["layer_overrides"].get(t, {}).get(field) != 40:
+                    keys.setdefault(key, []).append([t, field])
+    entry["override_keys"] = keys
+    if rot_cls is not None:
+        prf = {}
+        try:
+            module = rot_cls(base)
+        except Exception:  # noqa: BLE001
+            module = None
+        for t, d in rope.items():
+            if not isinstance(d, dict):
+                continue
+            given = d.get("partial_rotary_factor")
+            if given not in (None, 1.0) and getattr(module, f"{t}_inv_freq", None) is not None:  # the class's own factor (it may fix it itself)
+                head = _get(base.per_layer_config[t], "head_dim") if entry["layer_overrides"].get(t) else None
+                head = head or effective_head(base)
+                width = len(getattr(module, f"{t}_inv_freq"))
+                prf[t] = width == int(head * given) // 2 and width != head // 2
+                continue
+            widths = []
+            for factor in (1.0, 0.5):
+                params = {u: dict(e) for u, e in rope.items() if isinstance(e, dict)}
+                params[t] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+                try:
+                    widths.append(len(getattr(rot_cls(_build(cls, rope_parameters=params)), f"{t}_inv_freq")))
+                except Exception:  # noqa: BLE001 - not probed
+                    break
+            prf[t] = widths[1] < widths[0] if len(widths) == 2 else None
+        entry["prf_in_default"] = prf
     return entry
 
 
@@ -318,12 +453,12 @@ def architecture_table() -> dict:
             "part_defaults": part_defaults, "no_rope": no_rope, "unconfigured_rotary_modules": unconfigured}
 
 
-def module_tables(rot, n: int):
+def module_tables(rot, n: int, layer_type: str | None = None):
     """Run a rotary module at positions 0..n−1: its two tables as float64 arrays of shape (n, width).
 
     Rotary modules return (cos, sin) (GPT-J / CodeGen: (sin, cos); DeepSeek-V2 / Llama 4: one complex
     tensor, returned as (real, imaginary)); multimodal ones take position ids of shape (3, batch, n),
-    here t = h = w = position (text tokens). Conformer audio encoders take the hidden states and
+    here t = h = w = position (text tokens); per-layer-type ones take the layer type. Conformer audio encoders take the hidden states and
     return stacked (cos, sin).
     """
     import torch
@@ -333,6 +468,8 @@ def module_tables(rot, n: int):
     params = list(inspect.signature(rot.forward).parameters)
     if params[:1] == ["hidden_states"]:
         out = rot(x)
+    elif layer_type is not None:  # per-layer-type RoPE (Gemma 3 / 4, ModernBERT, ...): one table per layer type
+        out = rot(x, ids, layer_type)
     else:
         try:
             out = rot(x, ids)
@@ -344,12 +481,14 @@ def module_tables(rot, n: int):
     return tuple(t.detach().double().reshape(-1, n, t.shape[-1])[0].numpy() for t in (first, second))
 
 
-def module_frequencies(rot):
-    """(inv_freq as float64, attention_scaling) a rotary module holds, or None (GPT-J / CodeGen keep a table)."""
-    inv = getattr(rot, "inv_freq", None)
+def module_frequencies(rot, layer_type: str | None = None):
+    """(inv_freq as float64, attention_scaling) a rotary module holds (of one layer type: ``{type}_inv_freq``),
+    or None (GPT-J / CodeGen keep a table; a layer type without RoPE)."""
+    prefix = f"{layer_type}_" if layer_type is not None else ""
+    inv = getattr(rot, f"{prefix}inv_freq", None)
     if inv is None:
         return None
-    return inv.detach().double().numpy(), float(getattr(rot, "attention_scaling", 1.0))
+    return inv.detach().double().numpy(), float(getattr(rot, f"{prefix}attention_scaling", 1.0))
 
 
 def match_layout(first, second, inv_freq, attention):

@@ -25,7 +25,7 @@ transformers = pytest.importorskip("transformers")
 
 from poslab.encodings import make_encoding  # noqa: E402
 from poslab.encodings.base import ParameterError  # noqa: E402
-from poslab.encodings.model_config import REFUSED_ARCHITECTURES  # noqa: E402
+from poslab.encodings.model_config import REFUSED_ARCHITECTURES, read_rope_inventory  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("_rotary_oracle", Path(__file__).with_name("_rotary_oracle.py"))
 oracle = importlib.util.module_from_spec(_spec)
@@ -34,15 +34,9 @@ _spec.loader.exec_module(oracle)
 N = 64  # positions 0..63; float32 angles up to 63 rad are good to ~1e-5
 ATOL = 5e-5
 
-_PER_LAYER = "per-layer-type RoPE parameters"
 _AXIAL = "rope_type 'axial': a 2-D RoPE"
 #: Architectures poslab refuses, each with (a fragment of) the reason its message gives.
 REFUSED = {
-    **dict.fromkeys((
-        "beam", "deepseek_v4", "diffusion_gemma_text", "dory", "dots3_note_text", "embedding_gemma2_text",
-        "gemma3_text", "gemma3n_text", "gemma4_text", "gemma4_unified_text", "laguna", "lfm3", "mellum",
-        "mimo_v2_flash", "modernbert", "modernbert-decoder", "neomme", "olmo3", "step3p5", "t5gemma2_text",
-        "ultrabert", "zaya"), _PER_LAYER),
     **dict.fromkeys((
         "cohere_compass_vision", "dots3_note_vision_encoder", "edgetam_video", "ernie4_5_vl_moe_vision",
         "exaone4_5_vision", "gemma4_vision", "glm4v_moe_vision", "glm4v_vision", "glm5_next_vision",
@@ -134,6 +128,33 @@ def compare(rot_cls, cfg_cls, folder: Path, model_type: str, variant: str):
 
 
 CASES = oracle.rotary_cases()
+TABLE = json.loads(oracle.TABLE.read_text(encoding="utf-8"))
+#: Architectures with a RoPE per layer type (transformers 5 ``rope_parameters`` keyed by layer type).
+PER_LAYER = sorted(mt for mt, entry in TABLE["architectures"].items() if "per_layer_type" in entry)
+
+
+def compare_layers(rot_cls, cfg_cls, folder: Path, model_type: str, variant: str) -> int:
+    """Per-layer-type RoPE: the inventory's layer pattern is the model's ``layer_types``, and each layer type's
+    cos / sin (and inv_freq, attention scaling) equal its rotary module's for that type. Returns the types checked."""
+    inv = read_rope_inventory(folder)
+    model_cfg = cfg_cls.from_pretrained(folder)
+    assert [inv.group(name).layer_type for name in inv.layer_pattern] == list(model_cfg.layer_types), \
+        f"{model_type} {variant}: layer pattern"
+    rot = rot_cls(model_cfg)
+    checked = 0
+    for g in inv.groups:
+        held = oracle.module_frequencies(rot, g.layer_type)
+        if g.rope is None:  # the module builds no table for it
+            assert held is None, f"{model_type} {variant}: {g.name} has a rotary table in transformers"
+            continue
+        r = make_encoding("rotary", config=str(folder), layer_type=g.name).resolve(4096, N)
+        first, second = oracle.module_tables(rot, N, g.layer_type)
+        err, layout = oracle.match_layout(first, second, r.inv_freq, r.attention_scaling)
+        assert err < ATOL, f"{model_type} {variant} {g.name}: max difference {err:.3g} ({layout})"
+        np.testing.assert_allclose(held[0], r.inv_freq, rtol=2e-6, atol=0, err_msg=f"{model_type} {g.name}")
+        assert held[1] == pytest.approx(r.attention_scaling, rel=1e-6)
+        checked += 1
+    return checked
 
 
 def test_enumeration_is_complete():
@@ -173,6 +194,9 @@ def test_architecture(tmp_path, model_type, cfg_cls, rot_cls, mod):
             with pytest.raises(ValueError, match=f"rotary_dim comes out as {ODD_DEFAULTS[model_type]} .* odd"):
                 make_encoding("rotary", config=str(folder)).resolve(4096, N)
             continue
+        if model_type in PER_LAYER:
+            checked += compare_layers(rot_cls, cfg_cls, folder, model_type, variant) > 0
+            continue
         err, layout = compare(rot_cls, cfg_cls, folder, model_type, variant)
         assert err < ATOL, f"{model_type} {variant}: max difference {err:.3g} ({layout})"
         checked += 1
@@ -185,7 +209,7 @@ def test_architecture_table_is_current():
     assert oracle.TABLE.read_text(encoding="utf-8") == oracle.dumps(oracle.architecture_table())
 
 
-COMPOSITES = json.loads(oracle.TABLE.read_text(encoding="utf-8"))["composite"]
+COMPOSITES = TABLE["composite"]
 
 
 @pytest.mark.parametrize("model_type", sorted(COMPOSITES))
@@ -209,6 +233,23 @@ def test_multimodal_and_composite_configs_read_their_language_part(tmp_path, mod
             make_encoding("rotary", config=str(folder))
         return
     part_type = parts[chosen[0]]
+    if part_type in PER_LAYER and part_type not in REFUSED:  # each layer type against the module
+        sub = cls.from_pretrained(folder)
+        for key in chosen[0].split("."):
+            sub = getattr(sub, key)
+        rot = next(rot for mt, cfg_cls, rot, _mod in CASES if cfg_cls is type(sub) or mt == sub.model_type)(sub)
+        inv = read_rope_inventory(folder)
+        assert inv.part == chosen[0] and inv.model_type == part_type
+        assert [inv.group(n).layer_type for n in inv.layer_pattern] == list(sub.layer_types)
+        for g in inv.groups:
+            held = oracle.module_frequencies(rot, g.layer_type)
+            if g.rope is None:
+                assert held is None
+                continue
+            r = make_encoding("rotary", config=str(folder), layer_type=g.name).resolve(4096, N)
+            np.testing.assert_allclose(held[0], r.inv_freq, rtol=2e-6)
+            assert held[1] == pytest.approx(r.attention_scaling)
+        return
     if part_type in REFUSED or part_type in SWITCH_ON or part_type in ODD_DEFAULTS:
         with pytest.raises((ParameterError, ValueError)):
             make_encoding("rotary", config=str(folder)).resolve(4096, N)

@@ -48,13 +48,17 @@ import types
 from pathlib import Path
 from typing import Any, Mapping
 
-from .._validation import Integer, check
+import numpy as np
+
+from .._validation import Integer, Real, check
 from .rope_scaling import CONSTRAINTS, ROPE_THETA, ROPE_TYPES, SCALING_KEYS
 
-__all__ = ["ModelConfigError", "RopeConfig", "read_rope_config", "config_path", "ARCHITECTURE_KEYS",
-           "REFUSED_ARCHITECTURES", "NO_ROPE_SCHEMES"]
+__all__ = ["ModelConfigError", "RopeConfig", "RopeInventory", "LayerGroup", "NopeTemperature", "read_rope_config",
+           "read_rope_inventory", "config_path", "ARCHITECTURE_KEYS", "REFUSED_ARCHITECTURES", "NO_ROPE_SCHEMES",
+           "NOPE_LAYER_TYPES"]
 
 _TABLE = Path(__file__).with_name("hf_rope_architectures.json")
+_proxy = types.MappingProxyType
 
 
 class ModelConfigError(ValueError):
@@ -86,6 +90,16 @@ REFUSED_ARCHITECTURES = {
     "clvp_encoder": "a rotary width max(projection_dim // (2 · num_attention_heads), 32) at a fixed base 10000 "
                     "that no RoPE key of its config describes",
     "cohere_compass_text": "per-layer-type RoPE (its rotary module reads rope_parameters['full_attention'])",
+    "deepseek_v4": "two RoPEs per attention layer (rope_parameters 'main' and 'compress', for the compressed "
+                   "key-value stream), not one per layer type",
+}
+#: Layer types whose attention skips RoPE although the model has one (model_type -> layer type -> why), read in
+#: transformers' attention modules (``if self.sliding_window is not None: apply_rotary_pos_emb(...)``).
+NOPE_LAYER_TYPES = {
+    "cohere2": {"full_attention": "Cohere2Attention rotates only sliding-window layers: full-attention layers "
+                                  "use no position encoding"},
+    "flint": {"full_attention": "FlintAttention rotates only sliding-window layers: full-attention layers use no "
+                                "position encoding"},
 }
 # Conformer audio encoders: RoPE over frames with base rotary_embedding_base, when position_embeddings_type is
 # 'rotary'; head width hidden_size // (this key).
@@ -163,6 +177,9 @@ class RopeConfig:
     mrope_interleaved : bool or None
         The config's ``mrope_interleaved`` key as written (transformers' modules do not read it: the layout
         is the architecture's), None when absent.
+    layer_type : str or None
+        The layer type this RoPE belongs to when the model has one per layer type (``rope_parameters``
+        keyed by ``full_attention``, ``sliding_attention``, ...), else None.
     """
 
     path: str
@@ -181,6 +198,194 @@ class RopeConfig:
     rules: tuple[str, ...]
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool | None = None
+    layer_type: str | None = None
+
+    def same_rope(self, other: "RopeConfig") -> bool:
+        """Whether two readings give the same frequencies (every value that enters them)."""
+        keys = ("rope_type", "rope_theta", "head_dim", "partial_rotary_factor", "rotary_dim",
+                "max_position_embeddings", "original_max_position_embeddings", "prf_in_default", "mrope_section")
+        return all(getattr(self, k) == getattr(other, k) for k in keys) and dict(self.scaling) == dict(other.scaling)
+
+    def describe(self) -> str:
+        """One line: rope type, base, widths and scaling parameters (``poslab inspect``, messages)."""
+        parts = [f"rope_type {self.rope_type}", f"rope_theta {_fmt(self.rope_theta)}"]
+        if self.head_dim is not None:
+            parts.append(f"head_dim {self.head_dim}")
+        if self.rotary_dim is not None:
+            parts.append(f"rotary_dim {self.rotary_dim}")
+        if self.partial_rotary_factor is not None:
+            parts.append(f"partial_rotary_factor {_fmt(self.partial_rotary_factor)}")
+        for k, v in self.scaling.items():
+            if k not in ("short_factor", "long_factor"):
+                parts.append(f"{k} {_fmt(v)}")
+            else:
+                parts.append(f"{k} [{len(v)} values]")
+        return ", ".join(parts)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return str(v)
+
+
+@dataclasses.dataclass(frozen=True)
+class NopeTemperature:
+    """The query temperature of Llama 4's layers without RoPE (``attn_temperature_tuning``).
+
+    Queries at position p are multiplied by 1 + attn_scale · ln(⌊(p + 1) / floor_scale⌋ + 1)
+    (transformers ``Llama4TextAttention.forward``: ``log1p(floor((positions + 1) / floor_scale)) *
+    attn_scale + 1``; Meta, Llama 4, 2025). Published Llama 4 configs: attn_scale 0.1, floor_scale 8192.
+    """
+
+    attn_scale: float
+    floor_scale: int
+
+    def scale(self, positions) -> np.ndarray:
+        """Query scale at integer ``positions`` (array_like of int, shape (n,)): float64, shape (n,)."""
+        p = np.asarray(positions, dtype=np.int64)
+        return 1.0 + self.attn_scale * np.log1p(np.floor((p + 1) / self.floor_scale))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LayerGroup:
+    """Layers of one layer type that apply the same RoPE (or none).
+
+    Attributes
+    ----------
+    layer_type : str or None
+        The config's layer type (``layer_types``), None when the config has no layer pattern.
+    name : str
+        The group's name: the layer type, or ``"TYPE (no RoPE)"`` for the layers of a type that skip RoPE
+        while others of the type apply it; ``"all"`` without a layer pattern.
+    layers : tuple of int
+        Layer indices (0-based).
+    rope : RopeConfig or None
+        The RoPE these layers apply; None: no RoPE (see ``no_rope``).
+    no_rope : str or None
+        Why these layers have no RoPE (no positional geometry), None if they have one.
+    temperature : NopeTemperature or None
+        Llama 4's query temperature on these layers without RoPE, if any.
+    """
+
+    layer_type: str | None
+    name: str
+    layers: tuple[int, ...]
+    rope: RopeConfig | None
+    no_rope: str | None
+    temperature: NopeTemperature | None
+
+    @property
+    def count(self) -> int:
+        return len(self.layers)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RopeInventory:
+    """Every layer of a model and the RoPE it applies, read from config.json as transformers builds the model.
+
+    Attributes
+    ----------
+    path : str
+    model_type : str or None
+    part : str or None
+        The part of the config read (``text_config``), None for the top level.
+    num_hidden_layers : int or None
+    groups : tuple of LayerGroup
+        In order of first appearance; layers with RoPE and layers without.
+    sources : mapping
+        Where the layer pattern and NoPE parameters came from (``layer_types``, ``no_rope_layers``, ...).
+    rules : tuple of str
+        Rules applied reading the layers.
+    """
+
+    path: str
+    model_type: str | None
+    part: str | None
+    num_hidden_layers: int | None
+    groups: tuple[LayerGroup, ...]
+    sources: Mapping[str, str]
+    rules: tuple[str, ...]
+
+    @property
+    def layer_types(self) -> tuple[str, ...]:
+        """Names of the groups that apply RoPE (what ``layer_type =`` selects), in order."""
+        return tuple(g.name for g in self.groups if g.rope is not None)
+
+    @property
+    def layer_pattern(self) -> tuple[str, ...]:
+        """The group name of every layer, by layer index."""
+        out = [""] * sum(g.count for g in self.groups)
+        for g in self.groups:
+            for i in g.layers:
+                out[i] = g.name
+        return tuple(out)
+
+    def group(self, name: str) -> LayerGroup:
+        """The group named ``name`` (ModelConfigError naming the groups otherwise)."""
+        for g in self.groups:
+            if g.name == name or g.layer_type == name and g.rope is not None:
+                return g
+        raise ModelConfigError(f"{self.path}: no layer type {name!r}; this config has "
+                               f"{self.describe_types()}")
+
+    def describe_types(self) -> str:
+        return "; ".join(f"{g.name} ({g.count} layer{'s' if g.count != 1 else ''}: " + (g.rope.describe() if g.rope is not None else "no RoPE")
+                         + ")" for g in self.groups)
+
+    def select(self, layer_type: str | None = None) -> RopeConfig:
+        """The RoPE of one layer type; without one, the model's only RoPE (memoised: the same object again).
+
+        Rule (stated in ``rope_rules``): when the layer types that apply RoPE all apply the same one (or
+        there is one), it is read; layers without RoPE are named, never analysed. Several different RoPEs
+        and no ``layer_type``: refused, naming each type and what to write.
+
+        Raises
+        ------
+        ModelConfigError
+            Unknown layer type, a layer type without RoPE, or several RoPEs and no layer_type.
+        """
+        return _select(self, layer_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _select(self: RopeInventory, layer_type: str | None) -> RopeConfig:
+    if True:  # the body of RopeInventory.select
+        ropes = [g for g in self.groups if g.rope is not None]
+        nope = [g for g in self.groups if g.rope is None]
+        if layer_type is not None:
+            g = self.group(layer_type)
+            if g.rope is None:
+                temp = (f"; its query temperature (1 + {_fmt(g.temperature.attn_scale)}·ln(⌊(p+1)/"
+                        f"{g.temperature.floor_scale}⌋ + 1)) is in the nope_temperature table of any rotary run "
+                        "of this config") if g.temperature else ""
+                raise ModelConfigError(f"{self.path}: layer type {layer_type!r} ({g.count} layers) applies no RoPE "
+                                       f"({g.no_rope}): it has no positional geometry to analyse{temp}; layer types "
+                                       f"with RoPE: {', '.join(self.layer_types) or 'none'}")
+            rope, chosen = g.rope, [g]
+        else:
+            if not ropes:
+                raise ModelConfigError(f"{self.path}: no layer applies RoPE ({self.describe_types()})")
+            distinct = [g for i, g in enumerate(ropes) if not any(g.rope.same_rope(h.rope) for h in ropes[:i])]
+            if len(distinct) > 1:
+                raise ModelConfigError(
+                    f"{self.path}: this model has a different RoPE per layer type: {self.describe_types()}. Say "
+                    f"which to analyse: layer_type = \"{distinct[0].name}\" (or a list, layer_type = ["
+                    + ", ".join(f'"{g.name}"' for g in distinct) + "], or \"all\", for one run each)")
+            rope, chosen = ropes[0].rope, ropes
+        rules = list(rope.rules)
+        if len(self.groups) > 1 or nope:
+            rules.append("layers: " + "; ".join(
+                f"{g.name} {g.count}" + (" (analysed)" if g in chosen else " (no RoPE)" if g.rope is None else "")
+                for g in self.groups))
+        if layer_type is None and len(ropes) > 1:
+            rules.append(f"layer types {', '.join(g.name for g in ropes)} apply the same RoPE: read once")
+        for g in nope:
+            rules.append(f"{g.name}: {g.count} layers without RoPE ({g.no_rope}), not analysed: no positional "
+                         "geometry" + (f"; query temperature 1 + {_fmt(g.temperature.attn_scale)}·ln(⌊(p+1)/"
+                                       f"{g.temperature.floor_scale}⌋ + 1) (nope_temperature)"
+                                       if g.temperature else ""))
+        return dataclasses.replace(rope, rules=tuple(dict.fromkeys(rules)))
 
 
 def config_path(path) -> Path:
@@ -208,7 +413,7 @@ def config_path(path) -> Path:
     return source.config_path
 
 
-def read_rope_config(path) -> RopeConfig:
+def read_rope_config(path, layer_type: str | None = None) -> RopeConfig:
     """RoPE parameters of a model, read from its config.json as transformers reads them.
 
     Parameters
@@ -216,22 +421,61 @@ def read_rope_config(path) -> RopeConfig:
     path : str or os.PathLike
         A ``config.json``, a model folder, a Hugging Face cache snapshot or
         ``models--ORG--NAME`` folder, or a Hub id (see :func:`config_path`).
+    layer_type : str, optional
+        The layer type whose RoPE to read (``full_attention``, ``sliding_attention``,
+        ...; see :func:`read_rope_inventory`). None: the model's only RoPE (layer
+        types that share one RoPE are read once; layers without RoPE are named in
+        ``rules``).
 
     Returns
     -------
     RopeConfig
+        Frozen.
+
+    Raises
+    ------
+    ModelConfigError
+        Missing file, invalid JSON, a config without RoPE (the message names
+        the position scheme it has), several RoPEs per layer type and no
+        ``layer_type`` (the message names them and what to write), an unknown
+        layer type or one without RoPE, multi-axis RoPE, an unknown rope type
+        (the valid ones are listed), a key of the RoPE parameters poslab does not
+        understand, a key the architecture ignores, conflicting ``rope_scaling``
+        and ``rope_parameters``, or non-numeric or degenerate sizes
+        (``num_attention_heads = 0``, ...).
+    """
+    return read_rope_inventory(path).select(layer_type)
+
+
+def read_rope_inventory(path) -> RopeInventory:
+    """Every layer of a model and its RoPE, read from config.json as transformers builds the model.
+
+    The layer pattern is the config's ``layer_types``, else the one the architecture's
+    config class builds (Gemma 3's ``sliding_window_pattern``, ModernBERT's
+    ``global_attn_every_n_layers``, Llama 4's ``no_rope_layers`` / ``no_rope_layer_interval``);
+    per-layer-type RoPE is ``rope_parameters`` keyed by layer type (transformers 5), or
+    the legacy keys the config class converts (Gemma 3 ``rope_theta`` / ``rope_local_base_freq`` /
+    ``rope_scaling``, ModernBERT ``global_rope_theta`` / ``local_rope_theta``), with
+    per-type sizes from ``per_layer_config`` or keys such as Gemma 4's ``global_head_dim``.
+    Layers without RoPE (Llama 4 / SmolLM3 ``no_rope_layers``, Cohere 2's full-attention
+    layers, a layer type whose RoPE dict is null) are groups with ``rope = None`` and
+    the reason, and Llama 4's query temperature.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        As :func:`read_rope_config`.
+
+    Returns
+    -------
+    RopeInventory
         Frozen; the same object for the same unchanged file (memoised by path,
         modification time and size).
 
     Raises
     ------
     ModelConfigError
-        Missing file, invalid JSON, a config without RoPE (the message names
-        the position scheme it has), per-layer-type or multi-axis RoPE, an
-        unknown rope type (the valid ones are listed), a key of the RoPE
-        parameters poslab does not understand, a key the architecture ignores,
-        conflicting ``rope_scaling`` and ``rope_parameters``, or non-numeric
-        or degenerate sizes (``num_attention_heads = 0``, ...).
+        As :func:`read_rope_config`, for any layer type.
     """
     file = config_path(path).absolute()
     stat = file.stat()
@@ -239,7 +483,7 @@ def read_rope_config(path) -> RopeConfig:
 
 
 @functools.lru_cache(maxsize=64)
-def _read_cached(file: str, mtime_ns: int, size: int) -> RopeConfig:
+def _read_cached(file: str, mtime_ns: int, size: int) -> RopeInventory:
     where = file
     try:
         cfg = json.loads(Path(file).read_text(encoding="utf-8-sig"))
@@ -251,7 +495,7 @@ def _read_cached(file: str, mtime_ns: int, size: int) -> RopeConfig:
         raise ModelConfigError(f"{where}: JSON nested too deeply to be a config.json") from None
     if not isinstance(cfg, dict):
         raise ModelConfigError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
-    return _Reader(cfg, where).read()
+    return _Reader(cfg, where).inventory()
 
 
 class _Reader:
@@ -265,6 +509,7 @@ class _Reader:
         self.part: str | None = None
         self.mrope_section: tuple[int, ...] | None = None
         self.mrope_interleaved: bool | None = None
+        self.rope_name: str | None = None  # the RoPE dict's name when it is one layer type's
 
     # ----------------------------------------------------------- helpers
     def fail(self, message: str):
@@ -281,7 +526,8 @@ class _Reader:
                      error=ModelConfigError)
 
     # ----------------------------------------------------------- steps
-    def read(self) -> RopeConfig:
+    def inventory(self) -> RopeInventory:
+        """Every layer of the model: its layer type and the RoPE it applies (None: no RoPE)."""
         cfg, model_type = self.language_part()
         arch = architectures().get(model_type) if model_type else None
         self.check_scheme(cfg, model_type, arch)
@@ -292,11 +538,37 @@ class _Reader:
         elif model_type is None:
             self.rules.append("no model_type: generic rules (head_dim or hidden_size // num_attention_heads; "
                               "rope_theta 10000 unless given)")
-        if arch is not None and "per_layer_type" in arch and not self.flat_dict_given(cfg):
-            self.per_layer(arch["per_layer_type"])
-        if (arch or {}).get("nope_layers") or any(k in cfg for k in ("no_rope_layers", "no_rope_layer_interval")):
-            self.rules.append(f"{model_type}: some layers use no RoPE (no_rope_layers, iRoPE); the RoPE layers are "
-                              "analysed, the others have no positional rotation")
+        cfg = self.apply_aliases(cfg, arch)
+        n_layers = self.n_layers(cfg, arch, model_type)
+        nope = self.nope_layers(cfg, arch, model_type, n_layers)
+        types = self.layer_types(cfg, arch, model_type, n_layers, nope)
+        if types is not None:
+            n_layers = len(types)
+        per_type = self.per_type_dicts(cfg, arch, model_type, types)
+        inv_sources = dict(self.sources)
+        base_rules = list(self.rules)
+        if per_type is None:  # one RoPE for every layer
+            rope = self.read_flat(cfg, model_type, arch)
+            ropes = {t: rope for t in dict.fromkeys(types or ["all"])}
+        else:
+            ropes = {}
+            for t in dict.fromkeys(types):
+                entry = per_type.get(t)
+                if entry is None:
+                    ropes[t] = None
+                    continue
+                sub = _Reader(self.top, self.where)
+                sub.part, sub.rules = self.part, list(base_rules)
+                cfg_t, arch_t, name, sources = self.layer_config(cfg, arch, model_type, t, entry, types)
+                sub.rope_name = name
+                rope = sub.read_flat(cfg_t, model_type, arch_t)
+                srcs = dict(rope.sources)
+                srcs.update({k: v for k, v in sources.items() if k in srcs})
+                ropes[t] = dataclasses.replace(rope, sources=_proxy(srcs), layer_type=t)
+        return self.assemble(cfg, arch, model_type, n_layers, types, nope, ropes, per_type, inv_sources, base_rules)
+
+    def read_flat(self, cfg: dict, model_type, arch) -> RopeConfig:
+        """One RoPE read from a language part whose RoPE dict is flat (``cfg`` with aliases applied)."""
         cfg = self.apply_aliases(cfg, arch)
         rope, rope_name = self.rope_dict(cfg)
         default_rope = dict(arch.get("rope_parameters") or {}) if arch is not None else {}
@@ -394,14 +666,254 @@ class _Reader:
             self.fail(f"model_type {model_type!r} has no rotary embedding in transformers {_table()['transformers']}: "
                       "its positions are not RoPE, so rotary has nothing to read")
 
-    def flat_dict_given(self, cfg: dict) -> bool:
-        found = cfg.get("rope_scaling") or cfg.get("rope_parameters")
-        return isinstance(found, dict) and not any(isinstance(v, dict) or v is None for v in found.values())
+    # ----------------------------------------------------------- layers
+    def n_layers(self, cfg, arch, model_type):
+        value, source = self.size(cfg, "num_hidden_layers", arch, model_type)
+        if value is not None:
+            self.sources["num_hidden_layers"] = source
+        return value
 
-    def per_layer(self, layer_types):
-        self.fail(f"per-layer-type RoPE parameters ({', '.join(layer_types)}): this architecture has a different RoPE per layer "
-                  "type and poslab reads one; copy the one you want into a config of its own (rope_parameters "
-                  "with rope_type and rope_theta) or give its values inline")
+    def periodic(self, rule: dict, n: int, cfg: dict, what: str) -> list:
+        """A layer pattern transformers' config class fills in (probed, shipped in the table)."""
+        if "constant" in rule:
+            return [rule["constant"]] * n
+        period = rule["period"]
+        if rule.get("key") and cfg.get(rule["key"]) is not None:
+            period = self.number(cfg[rule["key"]], rule["key"])
+            self.sources[f"{what} period"] = f"config: {self.key(rule['key'])}"
+        out = [rule["special"] if (i + rule["offset"]) % period == 0 else rule["other"] for i in range(n)]
+        if rule.get("last") is not None and out:
+            out[-1] = rule["last"]
+        return out
+
+    def nope_layers(self, cfg, arch, model_type, n_layers):
+        """Per layer, True where the layer applies no RoPE (iRoPE ``no_rope_layers``: 0 = no RoPE); None if none."""
+        given = cfg.get("no_rope_layers")
+        rule = (arch or {}).get("nope_rule")
+        if given:  # transformers: an empty list means the default pattern
+            if not isinstance(given, list) or not all(v in (0, 1) and not isinstance(v, float) for v in given):
+                self.fail(f"{self.key('no_rope_layers')} must be a list of 0 (no RoPE) and 1 (RoPE), got {given!r}")
+            if n_layers is not None and len(given) != n_layers:
+                self.fail(f"{self.key('no_rope_layers')} has {len(given)} entries for num_hidden_layers = {n_layers}; "
+                          "they must be equal")
+            self.sources["no_rope_layers"] = f"config: {self.key('no_rope_layers')}"
+            return [v == 0 for v in given]
+        if rule is None:
+            if "no_rope_layer_interval" in cfg or "no_rope_layers" in cfg:
+                self.rules.append(f"{self.key('no_rope_layers')} / no_rope_layer_interval not read: transformers' "
+                                  f"{model_type or 'generic'} config applies RoPE in every layer")
+            return None
+        if n_layers is None:
+            self.fail("no num_hidden_layers: the layers without RoPE (no_rope_layers) cannot be placed; give it")
+        self.sources["no_rope_layers"] = f"architecture default ({model_type}): every " \
+            f"{cfg.get(rule.get('key'), rule.get('period'))}th layer (no_rope_layer_interval)"
+        return [v == 0 for v in self.periodic(rule, n_layers, cfg, "no_rope_layers")]
+
+    def layer_types(self, cfg, arch, model_type, n_layers, nope):
+        """The layer type of every layer: the config's ``layer_types``, else the architecture's pattern."""
+        given = cfg.get("layer_types")
+        if given is not None:
+            if not isinstance(given, list) or not given or not all(isinstance(t, str) for t in given):
+                self.fail(f"{self.key('layer_types')} must be a non-empty list of layer type names, got {given!r}")
+            if model_type == "dory" and "mlp" in given:  # DoryConfig.__post_init__: (attention, mlp) block pairs
+                given, n_layers = given[::2], (n_layers // 2 if n_layers is not None else None)
+                self.rules.append("dory: layer_types lists an attention and an mlp block per layer; every second "
+                                  "entry and half of num_hidden_layers are the layers, as transformers reads them")
+            if n_layers is not None and len(given) != n_layers:
+                self.fail(f"{self.key('layer_types')} has {len(given)} entries for num_hidden_layers = {n_layers}; "
+                          "they must be equal")
+            self.sources["layer_types"] = f"config: {self.key('layer_types')}"
+            return list(given)
+        if model_type == "llama4_text" and nope is not None:  # Llama4TextConfig: from no_rope_layers
+            chunk = cfg.get("attention_chunk_size", 8192)
+            self.sources["layer_types"] = f"architecture default ({model_type}): chunked_attention where RoPE " \
+                                          "applies and attention_chunk_size is set, else full_attention"
+            return ["chunked_attention" if chunk is not None and not off else "full_attention" for off in nope]
+        if arch is None or n_layers is None:
+            return None
+        rule, default = arch.get("layer_types_rule"), arch.get("layer_types")
+        if rule is not None:
+            self.sources["layer_types"] = f"architecture default ({model_type})"
+            return self.periodic(rule, n_layers, cfg, "layer_types")
+        if default is not None:
+            if len(default) != n_layers:
+                self.fail(f"no layer_types, and transformers' {model_type} builds its layer pattern by a rule poslab "
+                          f"knows only for {len(default)} layers (num_hidden_layers = {n_layers} here); write "
+                          "layer_types (one name per layer) into the config")
+            self.sources["layer_types"] = f"architecture default ({model_type})"
+            return list(default)
+        return None
+
+    def per_type_dicts(self, cfg, arch, model_type, types):
+        """Layer type -> (RoPE dict or None, where its keys came from, name), or None for one RoPE in every layer."""
+        found = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+        which = "rope_parameters" if cfg.get("rope_parameters") else "rope_scaling"
+        nested = isinstance(found, dict) and any(isinstance(v, dict) or v is None for v in found.values())
+        per_layer = (arch or {}).get("layer_rope")
+        if not nested and per_layer is None:
+            return None
+        if nested and cfg.get("rope_parameters") and cfg.get("rope_scaling") \
+                and cfg["rope_parameters"] != cfg["rope_scaling"]:
+            self.fail("has both rope_scaling and rope_parameters, and they differ; keep one "
+                      "(rope_parameters is the transformers 5 name of rope_scaling)")
+        if types is None:
+            self.fail(f"{self.key(which)} is given per layer type ({', '.join(found)}) but the config has no "
+                      "layer_types saying which layer has which type; add layer_types (one name per layer)")
+        out = {}
+        if nested:
+            for t, d in found.items():
+                if d is not None and not isinstance(d, dict):
+                    self.fail(f"{self.key(which)}.{t} must be a JSON object or null, got {d!r}")
+                name = self.key(f"{which}.{t}")
+                out[t] = None if d is None else (dict(d), {k: f"config: {name}.{k}" for k in d}, name)
+            missing = [t for t in dict.fromkeys(types) if t not in found]
+            if per_layer is not None:  # transformers fills a type the file leaves out with its class default
+                for t in missing:
+                    if per_layer.get(t) is not None:
+                        out[t] = (dict(per_layer[t]), {k: f"architecture default ({model_type})"
+                                                       for k in per_layer[t]}, self.key(f"{which}.{t}"))
+            return out
+        # legacy keys (transformers 4 files): the class's convert_rope_params_to_dict, probed into the table
+        legacy_theta, targets = arch.get("legacy_theta", {}), arch.get("legacy_scaling", [])
+        if isinstance(found, dict) and found and not targets:
+            self.fail(f"{self.key(which)} is one flat dict, but transformers' {model_type} reads RoPE per layer type "
+                      f"({', '.join(per_layer)}); write {which} as {{layer type: {{rope_type, rope_theta, ...}}}}")
+        if cfg.get("rope_parameters") and not cfg.get("rope_scaling") and found:
+            self.fail(f"{self.key('rope_parameters')} is one flat dict, but transformers' {model_type} reads "
+                      f"rope_parameters per layer type ({', '.join(per_layer)}); write it as "
+                      "{layer type: {rope_type, rope_theta, ...}} (rope_scaling is the legacy flat form)")
+        for t, default in per_layer.items():
+            if default is None:
+                out[t] = None
+                continue
+            d, src = dict(default), {k: f"architecture default ({model_type})" for k in default}
+            if found and t in targets:
+                d.update(found)
+                src.update({k: f"config: {self.key(which)}.{k}" for k in found})
+            for key, ts in legacy_theta.items():
+                if t in ts and cfg.get(key) is not None and not (found and t in targets and "rope_theta" in found):
+                    d["rope_theta"] = cfg[key]
+                    src["rope_theta"] = f"config: {self.key(key)}"
+            if "type" in d and "rope_type" not in d:
+                d["rope_type"] = d.pop("type")
+                src["rope_type"] = src.pop("type")
+            out[t] = (d, src, self.key(f"rope_parameters.{t}"))
+        used = [k for k, ts in legacy_theta.items() if cfg.get(k) is not None]
+        self.rules.append(f"{model_type}: RoPE per layer type built from the legacy keys "
+                          f"{', '.join(used + ([which] if found else [])) or '(none: class defaults)'}, "
+                          "as transformers' config class converts them")
+        return out
+
+    def layer_config(self, cfg, arch, model_type, t, entry, types):
+        """The flat config one layer type reads: its RoPE dict and its per-layer overrides (head_dim)."""
+        d, sources, name = entry
+        drop = {"rope_parameters", "rope_scaling", "layer_types", "per_layer_config",
+                *((arch or {}).get("legacy_theta") or {})}
+        cfg_t = {k: v for k, v in cfg.items() if k not in drop}
+        cfg_t["rope_parameters"] = d
+        overrides, where = self.layer_overrides(cfg, arch, model_type, t, types)
+        for key, value in overrides.items():
+            cfg_t[key] = value
+            sources[key] = where[key]
+        if arch is None:
+            return cfg_t, None, name, sources
+        default = ((arch.get("layer_rope") or {}).get(t)) or {}
+        arch_t = {k: v for k, v in arch.items() if k not in ("per_layer_type", "layer_rope", "legacy_theta",
+                                                              "legacy_scaling", "layer_overrides", "override_keys")}
+        arch_t.update(rope_parameters=default, default_theta=default.get("rope_theta"),
+                      partial_rotary_factor=default.get("partial_rotary_factor"), top_level={},
+                      prf_in_default=(arch.get("prf_in_default") or {}).get(t) is not False)
+        if "head_dim" in overrides:
+            arch_t["head"] = {**arch_t.get("head", {}), "keys": ["head_dim", *arch_t.get("head", {}).get("keys", [])]}
+        return cfg_t, arch_t, name, sources
+
+    def layer_overrides(self, cfg, arch, model_type, t, types):
+        """Per-layer-type overrides of sizes (Gemma 4's head_dim 512 on full-attention layers): the config's
+        ``per_layer_config``, else the keys that set them (``global_head_dim``), else the class defaults."""
+        fields = ("head_dim", "hidden_size", "num_attention_heads", "qk_rope_head_dim", "partial_rotary_factor")
+        given = cfg.get("per_layer_config")
+        if given is not None:
+            if not isinstance(given, dict):
+                self.fail(f"{self.key('per_layer_config')} must be a JSON object of layer index -> overrides")
+            seen = {}
+            for index, overrides in given.items():
+                try:
+                    layer = int(index)
+                except (TypeError, ValueError):
+                    layer = index  # a layer type name
+                kind = types[layer] if isinstance(layer, int) and 0 <= layer < len(types) else layer
+                if kind != t or not isinstance(overrides, dict):
+                    continue
+                kept = {k: v for k, v in overrides.items() if k in fields}
+                if seen and kept != seen:
+                    self.fail(f"{self.key('per_layer_config')} gives layers of type {t!r} different sizes "
+                              f"({seen} and {kept}); transformers refuses this too")
+                seen = kept
+            missing = [i for i, kind in enumerate(types) if kind == t and str(i) not in given
+                       and f"{i:02d}" not in given and t not in given]
+            if seen and missing:
+                self.fail(f"{self.key('per_layer_config')} overrides some layers of type {t!r} and not layers "
+                          f"{missing}; transformers refuses this too")
+            return seen, {k: f"config: {self.key('per_layer_config')} (layer type {t})" for k in seen}
+        out, where = {}, {}
+        for key, targets in ((arch or {}).get("override_keys") or {}).items():
+            for target, field in targets:
+                if target == t and cfg.get(key) is not None:
+                    out[field], where[field] = cfg[key], f"config: {self.key(key)}"
+        for field, value in (((arch or {}).get("layer_overrides") or {}).get(t) or {}).items():
+            if field not in out:
+                out[field], where[field] = value, f"architecture default ({model_type}, layer type {t})"
+        return out, where
+
+    def assemble(self, cfg, arch, model_type, n_layers, types, nope, ropes, per_type, sources, rules):
+        """The inventory: groups of layers with one RoPE (or none), in order of first appearance."""
+        if types is None:
+            types = ["all"] * (n_layers or 0) if nope is not None else None
+        if nope is not None and types is not None and len(nope) != len(types):
+            self.fail(f"no_rope_layers has {len(nope)} entries and layer_types {len(types)}; they must be equal")
+        off_types = NOPE_LAYER_TYPES.get(model_type, ())
+        groups: dict[str, dict] = {}
+        for i, t in enumerate(types if types is not None else []):
+            rope = ropes.get(t)
+            why = None
+            if rope is None:
+                why = (f"{self.key('rope_parameters')}.{t} is null: transformers builds no rotary table for it"
+                       if per_type is not None and t in per_type else
+                       f"no RoPE parameters for layer type {t!r}: transformers builds no rotary table for it")
+            elif nope is not None and nope[i]:
+                why = "no_rope_layers = 0: the layer skips RoPE (iRoPE)"
+            elif t in off_types:
+                why = off_types[t]
+            key = (t, why is None)
+            g = groups.setdefault(key, {"layers": [], "rope": None if why else rope, "why": why, "type": t,
+                                        "irope": why is not None and rope is not None and nope is not None
+                                        and nope[i]})
+            g["layers"].append(i)
+        temperature = None
+        tune = (arch or {}).get("nope_temperature")
+        if tune is not None and any(g["irope"] for g in groups.values()):
+            values = {}
+            for key in ("attn_temperature_tuning", "attn_scale", "floor_scale"):
+                if cfg.get(key) is not None:
+                    values[key], sources[f"nope.{key}"] = cfg[key], f"config: {self.key(key)}"
+                else:
+                    values[key], sources[f"nope.{key}"] = tune[key], f"architecture default ({model_type})"
+            if values["attn_temperature_tuning"]:  # Llama4TextAttention: on layers without RoPE only
+                temperature = NopeTemperature(
+                    attn_scale=float(self.number(values["attn_scale"], "attn_scale", Real(minimum=0))),
+                    floor_scale=int(self.number(values["floor_scale"], "floor_scale")))
+        out = []
+        for (t, has_rope), g in groups.items():
+            name = t if has_rope or (t, True) not in groups else f"{t} (no RoPE)"
+            out.append(LayerGroup(layer_type=g["type"], name=name, layers=tuple(g["layers"]), rope=g["rope"],
+                                  no_rope=g["why"], temperature=temperature if g["irope"] else None))
+        if types is None:  # no layer pattern: one group for every layer
+            rope = ropes["all"]
+            out = [LayerGroup(layer_type=None, name="all", layers=tuple(range(n_layers)) if n_layers else (),
+                              rope=rope, no_rope=None, temperature=None)]
+        return RopeInventory(path=self.where, model_type=model_type, part=self.part, num_hidden_layers=n_layers,
+                             groups=tuple(out), sources=_proxy(dict(self.sources)),
+                             rules=tuple(dict.fromkeys(self.rules)))
 
     def apply_aliases(self, cfg: dict, arch) -> dict:
         aliases = (arch or {}).get("aliases", {})
@@ -424,7 +936,7 @@ class _Reader:
             self.fail("has both rope_scaling and rope_parameters, and they differ; keep one "
                       "(rope_parameters is the transformers 5 name of rope_scaling)")
         found = scaling or parameters
-        name = self.key("rope_scaling" if scaling else "rope_parameters")
+        name = self.rope_name or self.key("rope_scaling" if scaling else "rope_parameters")
         if found is None or found == {}:
             return None, name
         if not isinstance(found, dict):

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validation import AnyOf, Integer, NoneValue, problem
 from .base import Encoding, ParameterError, parameter
-from .model_config import RopeConfig, read_rope_config
+from .model_config import RopeConfig, read_rope_config, read_rope_inventory
 from .registry import register
 from .rope_scaling import (
     CONSTRAINTS,
@@ -273,6 +273,15 @@ class Rotary(Encoding):
         A model's ``config.json`` or a folder holding one, read as transformers
         reads it (see :func:`poslab.encodings.model_config.read_rope_config`). In
         a study file a relative path is resolved beside the study file.
+    layer_type : str or None
+        For a model with a different RoPE per layer type (Gemma 3 / 4, ModernBERT, OLMo 3, ...):
+        the layer type whose RoPE to analyse (``"full_attention"``, ``"sliding_attention"``, ...;
+        ``poslab inspect CONFIG`` lists them). None: the model's only RoPE (layer types that
+        share one are read once); a config with several different ones is refused, naming
+        them. In a study file, a list gives one run per layer type and ``"all"`` one run per
+        layer type with RoPE. Layers without RoPE (Llama 4's NoPE layers) have no positional
+        geometry and cannot be selected; they are listed in ``rope_rules`` and the
+        ``rope_layers`` table.
     rope_type : {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"} or None
         Hugging Face RoPE type. None: the config's, else ``"default"``.
     partial_rotary_factor : float or None
@@ -303,6 +312,7 @@ class Rotary(Encoding):
         "rope_theta": "from config, else 10000 (a config that omits it: its architecture's default)",
         "rotary_dim": "from config (head_dim x partial_rotary_factor), else the study's dim",
         "config": "none: every value inline",
+        "layer_type": "the config's only RoPE (a config with a different RoPE per layer type needs one)",
         "rope_type": "from config, else 'default'",
         "partial_rotary_factor": "from config, else 1 (a config that omits it: its architecture's default)",
         "beta_fast": "from config, else 32 (yarn)",
@@ -314,6 +324,7 @@ class Rotary(Encoding):
     rotary_dim: int | None = parameter(None, check=_optional(Integer(minimum=2)))
     pairing: Literal["interleaved", "half"] = "interleaved"
     config: str | None = None
+    layer_type: str | None = None
     rope_type: Literal[ROPE_TYPES] | None = None  # type: ignore[valid-type]
     partial_rotary_factor: float | None = _scaling("partial_rotary_factor")
     factor: float | None = _scaling("factor")
@@ -337,7 +348,31 @@ class Rotary(Encoding):
                                          self.rotary_dim))
         if self.rotary_dim is not None and self.partial_rotary_factor is not None:
             raise ParameterError("rotary: give rotary_dim or partial_rotary_factor, not both")
+        if self.layer_type is not None and self.config is None:
+            raise ParameterError(f"rotary: layer_type = {self.layer_type!r} selects one layer type of a model's "
+                                 "config; give config = the model's config.json (or its folder)")
         _plan(self, self.read_config())  # reads and checks the config and the scaling parameters, stores nothing
+
+    @classmethod
+    def expand_study_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Study-file shorthand: ``layer_type = "all"`` becomes the list of the config's layer types with RoPE.
+
+        Raises
+        ------
+        ValueError
+            ``layer_type = "all"`` without one ``config``, or a config poslab cannot read.
+        """
+        if params.get("layer_type") != "all":
+            return params
+        config = params.get("config")
+        if not isinstance(config, str):
+            raise ValueError(f'layer_type = "all" needs config = one model config (its layer types are listed from '
+                             f"it); got config = {config!r}")
+        try:
+            types = read_rope_inventory(config).layer_types
+        except ValueError as exc:
+            raise ValueError(f"config: {exc}") from None
+        return {**params, "layer_type": list(types)}
 
     # ------------------------------------------------------------ resolution
     def read_config(self) -> RopeConfig | None:
@@ -351,7 +386,7 @@ class Rotary(Encoding):
         if self.config is None:
             return None
         try:
-            return read_rope_config(self.config)
+            return read_rope_config(self.config, self.layer_type)
         except ValueError as exc:  # ModelConfigError: missing file, bad JSON, no RoPE, unknown key, ...
             raise ParameterError(f"rotary: config: {exc}") from None
 
