@@ -132,9 +132,11 @@ def _report_so_far(text: str, key: str | None) -> str:
 def _rotary_reading(text: str) -> str | None:
     """How ``rotary config = text`` reads the source's config.json (or refuses it); None without a config.json.
 
-    The rotary encoding's own parse check, as a study entry runs it.
+    The rotary encoding's own parse check, as a study entry runs it, then the per-layer inventory
+    (:func:`poslab.encodings.model_config.read_rope_inventory`): every layer type, how many layers of
+    each and which, the RoPE of each, and the layers without RoPE with their query temperature.
     """
-    from ..encodings.model_config import config_path
+    from ..encodings.model_config import config_path, read_rope_inventory
     from ..encodings.rotary import Rotary
 
     try:
@@ -142,8 +144,62 @@ def _rotary_reading(text: str) -> str | None:
     except ValueError:
         return None
     try:
-        cfg = Rotary(config=text).read_config()
+        inv = read_rope_inventory(text)
     except ValueError as exc:
-        return f"as rotary config = {text!r}: refused: {exc}"
+        return f"as rotary config = {text!r}: refused: rotary: config: {exc}"
+    lines = [describe_inventory(inv, text)]
+    try:
+        cfg = Rotary(config=text).read_config()
+    except ValueError as exc:  # several RoPEs: the entry must name a layer type (said above)
+        if len(inv.layer_types) < 2:
+            lines.append(f"as rotary config = {text!r}: refused: {exc}")
+        return "\n".join(lines)
     width = f"head_dim {cfg.head_dim}" if cfg.head_dim is not None else "head width: the study's dim"
-    return f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}"
+    lines.insert(0, f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}")
+    return "\n".join(lines)
+
+
+def _ranges(layers) -> str:
+    """Layer indices as compact ranges: 0-4, 6-10, 12."""
+    out, start = [], None
+    for i, layer in enumerate(layers):
+        if start is None:
+            start = layer
+        if i + 1 == len(layers) or layers[i + 1] != layer + 1:
+            out.append(str(start) if start == layer else f"{start}-{layer}")
+            start = None
+    return ", ".join(out)
+
+
+def describe_inventory(inv, text: str) -> str:
+    """The per-layer RoPE inventory of a config as ``poslab inspect`` prints it."""
+    where = f"{inv.model_type or 'no model_type'}" + (f", {inv.part}" if inv.part else "")
+    n = inv.num_hidden_layers
+    head = f"layers of {text!r} ({where}): " + (f"{n} layers" if n is not None else "number not given")
+    lines = [head + (f", {len(inv.groups)} layer types" if len(inv.groups) > 1 else "")]
+    for g in inv.groups:
+        name = "every layer" if g.layer_type is None else g.name
+        layers = f"{g.count} layers [{_ranges(g.layers)}]" if g.layers else "layers not listed"
+        if g.attention_window is not None:
+            layers += f" ({g.attention_window[0]} {g.attention_window[1]})"
+        if g.rope is not None:
+            lines.append(f"  {name}: {layers}: {g.rope.describe()}")
+            continue
+        text_ = f"  {name}: {layers}: no RoPE, no positional geometry ({g.no_rope})"
+        if g.temperature is not None:
+            t = g.temperature
+            at = t.scale([t.floor_scale - 1, 2**20 - 1])
+            text_ += (f"; query temperature 1 + {t.attn_scale:g}·ln(⌊(p+1)/{t.floor_scale}⌋ + 1): {at[0]:.5f} from "
+                      f"p+1 = {t.floor_scale}, {at[1]:.5f} at p+1 = 2^20 (table nope_temperature)")
+        lines.append(text_)
+    if len(inv.layer_types) > 1:
+        distinct = [g for i, g in enumerate(inv.groups) if g.rope is not None
+                    and not any(h.rope is not None and g.rope.same_rope(h.rope) for h in inv.groups[:i])]
+        if len(distinct) > 1:
+            lines.append("  a rotary entry names one: layer_type = " + " | ".join(f'"{g.name}"' for g in distinct)
+                         + ' (a list, or "all": one run each)')
+    for key, source in inv.sources.items():
+        if key in ("layer_types", "no_rope_layers", "layer_types period", "no_rope_layers period") \
+                or key.startswith("nope."):
+            lines.append(f"  {key}: {source}")
+    return "\n".join(lines)

@@ -266,6 +266,10 @@ class LayerGroup:
         Why these layers have no RoPE (no positional geometry), None if they have one.
     temperature : NopeTemperature or None
         Llama 4's query temperature on these layers without RoPE, if any.
+    attention_window : tuple of (str, int) or None
+        The key and value that limit how far these layers attend (``sliding_window`` of
+        sliding-attention layers, ``attention_chunk_size`` of Llama 4's chunked layers), when
+        the config gives one: distances beyond it never meet in these layers.
     """
 
     layer_type: str | None
@@ -274,6 +278,7 @@ class LayerGroup:
     rope: RopeConfig | None
     no_rope: str | None
     temperature: NopeTemperature | None
+    attention_window: tuple[str, int] | None = None
 
     @property
     def count(self) -> int:
@@ -905,14 +910,21 @@ class _Reader:
         out = []
         for (t, has_rope), g in groups.items():
             name = t if has_rope or (t, True) not in groups else f"{t} (no RoPE)"
+            window = None
+            if "sliding" in t and isinstance(cfg.get("sliding_window"), int):
+                window = ("sliding_window", cfg["sliding_window"])
+            elif "chunked" in t and isinstance(cfg.get("attention_chunk_size", 8192 if model_type == "llama4_text"
+                                                       else None), int):
+                window = ("attention_chunk_size", cfg.get("attention_chunk_size", 8192))
             out.append(LayerGroup(layer_type=g["type"], name=name, layers=tuple(g["layers"]), rope=g["rope"],
-                                  no_rope=g["why"], temperature=temperature if g["irope"] else None))
+                                  no_rope=g["why"], temperature=temperature if g["irope"] else None,
+                                  attention_window=window))
         if types is None:  # no layer pattern: one group for every layer
             rope = ropes["all"]
             out = [LayerGroup(layer_type=None, name="all", layers=tuple(range(n_layers)) if n_layers else (),
                               rope=rope, no_rope=None, temperature=None)]
         return RopeInventory(path=self.where, model_type=model_type, part=self.part, num_hidden_layers=n_layers,
-                             groups=tuple(out), sources=_proxy(dict(self.sources)),
+                             groups=tuple(out), sources=_proxy({**self.sources, **sources}),
                              rules=tuple(dict.fromkeys(self.rules)))
 
     def apply_aliases(self, cfg: dict, arch) -> dict:

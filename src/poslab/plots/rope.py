@@ -8,10 +8,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..stages.rope import INV_FREQ, ROPE_DECAY
+from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
 from .core import MAX_CURVES, _check_frame, _first, _say_left_out, _select_labels, curve_palette, study_figure
 
-__all__ = ["plot_rope_geometry", "rope_figure"]
+__all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure"]
 
 _FREQ_COLUMNS = INV_FREQ.declared("label", "pair", "wavelength", "scale_factor")
 _DECAY_COLUMNS = ROPE_DECAY.declared("label", "distance", "relative_upper_bound")
@@ -87,3 +87,54 @@ def rope_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Fi
     if not all(name in tables and len(tables[name]) for name in ("inv_freq", "rope_decay")):
         return None
     return plot_rope_geometry(tables["inv_freq"], tables["rope_decay"], title=title)
+
+
+_NOPE_COLUMNS = NOPE_TEMPERATURE.declared("label", "layer_group", "position", "query_scale")
+
+
+def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(5.6, 3.6), title=None) -> Figure:
+    """Llama 4's query temperature on layers without RoPE against position (a step curve, log position).
+
+    Parameters
+    ----------
+    nope_temperature : DataFrame
+        One row per run x position where the scale changes, with columns ``label``, ``layer_group``,
+        ``position`` (int, positions) and ``query_scale`` (1 + attn_scale·ln(⌊(p + 1)/floor_scale⌋ + 1)).
+    labels : list of str, optional
+        Runs to show (default: every label; at most :data:`~poslab.plots.core.MAX_CURVES`).
+    size : (float, float)
+        Figure width and height in inches (before the legend).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_frame(nope_temperature, _NOPE_COLUMNS, "nope_temperature")
+    labels, note = _first(_select_labels(nope_temperature, labels, "nope_temperature"), MAX_CURVES,
+                          "rotary labels (study order)", "nope_temperature.csv")
+    palette = curve_palette(len(labels))
+    fig = Figure(figsize=(size[0] + 2.4, size[1]), layout="constrained")
+    ax = fig.subplots()
+    handles = []
+    for label, colour in zip(labels, palette):
+        rows = nope_temperature[nope_temperature["label"] == label].sort_values("position")
+        ax.step(rows["position"] + 1, rows["query_scale"], where="post", color=colour, lw=1.4)
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
+    ax.set_xscale("log")
+    ax.set_xlabel("position p + 1")
+    ax.set_ylabel("query scale on layers without RoPE")
+    ax.set_title("NoPE query temperature (no positional geometry: only this)", fontsize=10)
+    ax.grid(alpha=0.25, lw=0.5, which="both")
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return _say_left_out(fig, note)
+
+
+@study_figure("nope_temperature.png", tables=("nope_temperature",))
+def nope_temperature_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
+    """The study figure ``nope_temperature.png``: None unless a rotary run's model has layers with a NoPE temperature."""
+    if "nope_temperature" not in tables or not len(tables["nope_temperature"]):
+        return None
+    return plot_nope_temperature(tables["nope_temperature"], title=title)

@@ -1,4 +1,10 @@
-"""RoPE geometry of rotary runs: the frequencies used and RoFormer's long-term decay bound."""
+"""RoPE geometry of rotary runs: the frequencies used, RoFormer's long-term decay bound, and the model's layers.
+
+A rotary run read from a model's config also records the model's per-layer inventory
+(``rope_layers``: every layer type, its layers and its RoPE, the one analysed, the layers
+without RoPE) and, for Llama 4's layers without RoPE, their query temperature by position
+(``nope_temperature``).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import pandas as pd
 from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
-__all__ = ["RopeGeometry", "INV_FREQ", "ROPE_DECAY"]
+__all__ = ["RopeGeometry", "RopeLayers", "INV_FREQ", "ROPE_DECAY", "ROPE_LAYERS", "NOPE_TEMPERATURE"]
 
 INV_FREQ = Table(
     "inv_freq", "run × frequency pair",
@@ -80,3 +86,102 @@ class RopeGeometry(Stage):
         distance = np.arange(ctx.n_positions)
         decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(r.inv_freq, distance)})
         return Output(summary=r.summary(), tables={"inv_freq": freqs, "rope_decay": decay})
+
+
+ROPE_LAYERS = Table(
+    "rope_layers", "run × layer type of its model",
+    "The model's layers by layer type (from its config.json, as transformers builds them): which layers, "
+    "their RoPE or why they have none, and which one the run analysed.",
+    (
+        Column("layer_group", "str", "", "layer type (layer_types); 'TYPE (no RoPE)' for layers of a type that "
+               "skip RoPE while others apply it; 'all' without a layer pattern"),
+        Column("n_layers", "int", "", "how many layers"),
+        Column("layers", "str", "", "their indices (0-based), as ranges"),
+        Column("analysed", "bool", "", "this run analysed this layer type's RoPE"),
+        Column("has_rope", "bool", "", "the layers rotate queries and keys (false: no positional geometry)"),
+        Column("rope", "str", "", "rope type, base, widths and scaling parameters; empty without RoPE"),
+        Column("no_rope", "str", "", "why the layers have no RoPE; empty with RoPE"),
+        Column("attention_window", "Int64", "positions", "sliding_window / attention_chunk_size of these layers "
+               "when the config gives one: larger distances never meet in them"),
+    ),
+)
+
+NOPE_TEMPERATURE = Table(
+    "nope_temperature", "run × position",
+    "Llama 4's query temperature on its layers without RoPE (attn_temperature_tuning): queries at position p are "
+    "multiplied by 1 + attn_scale·ln(⌊(p + 1) / floor_scale⌋ + 1); one row where it changes, over the model's "
+    "context (max(n_positions, max_position_embeddings)).",
+    (
+        Column("layer_group", "str", "", "the layer type without RoPE"),
+        Column("position", "int", "positions", "p: the first position with this scale (and the last position)"),
+        Column("query_scale", "float", "", "factor on the queries at position p (1 below p + 1 = floor_scale)"),
+    ),
+)
+
+#: Rows of nope_temperature at most (beyond: log-spaced steps, first and last kept).
+MAX_TEMPERATURE_ROWS = 4096
+
+
+def _ranges(layers) -> str:
+    from ..checkpoints.inspect import _ranges as ranges
+
+    return ranges(list(layers))
+
+
+def temperature_rows(temperature, last_position: int) -> tuple[np.ndarray, np.ndarray]:
+    """(position, query_scale) where the scale changes, from 0 to ``last_position`` (int64, float64)."""
+    steps = np.arange(1, (last_position + 1) // temperature.floor_scale + 1, dtype=np.int64)
+    if steps.size > MAX_TEMPERATURE_ROWS:
+        keep = np.unique(np.geomspace(1, steps[-1], MAX_TEMPERATURE_ROWS).astype(np.int64))
+        steps = np.union1d(keep, steps[-1:])
+    position = np.unique(np.concatenate([[0], steps * temperature.floor_scale - 1, [last_position]]))
+    return position, temperature.scale(position)
+
+
+@register_stage
+@dataclasses.dataclass(frozen=True)
+class RopeLayers(Stage):
+    """The model's per-layer RoPE inventory for a rotary run read from a config (:func:`read_rope_inventory`)."""
+
+    name = "rope_layers"
+    description = ("the model's layers by layer type and the RoPE of each (the one analysed), the layers without "
+                   "RoPE, and Llama 4's query temperature on them")
+    applies_to = "rotary runs with a config"
+    tables = (ROPE_LAYERS, NOPE_TEMPERATURE)
+    summary = (
+        Column("rope_layer_group", "str", "", "the layer type whose RoPE the run analysed (rotary with a config)"),
+        Column("rope_layers_analysed", "Int64", "", "how many of the model's layers apply the RoPE analysed"),
+        Column("nope_layers", "Int64", "", "how many of the model's layers apply no RoPE (no positional geometry)"),
+    )
+    uses = frozenset()
+
+    def applies(self, ctx: RunContext) -> bool:
+        from ..encodings.rotary import Rotary
+
+        return isinstance(ctx.encoding, Rotary) and ctx.encoding.config is not None
+
+    def compute(self, ctx: RunContext) -> Output:
+        from ..encodings.model_config import read_rope_inventory
+
+        inv = read_rope_inventory(ctx.encoding.config)
+        chosen = ctx.encoding.read_config()
+        rows, nope_rows = [], []
+        for g in inv.groups:
+            analysed = g.rope is not None and (g.rope is chosen or g.rope.same_rope(chosen)) and (
+                ctx.encoding.layer_type is None or ctx.encoding.layer_type in (g.name, g.layer_type))
+            rows.append({"layer_group": g.name, "n_layers": g.count, "layers": _ranges(g.layers),
+                         "analysed": bool(analysed), "has_rope": g.rope is not None,
+                         "rope": g.rope.describe() if g.rope is not None else None, "no_rope": g.no_rope,
+                         "attention_window": g.attention_window[1] if g.attention_window else None})
+            if g.temperature is not None:
+                last = max(ctx.n_positions, chosen.max_position_embeddings or 0) - 1
+                position, scale = temperature_rows(g.temperature, last)
+                nope_rows.append(pd.DataFrame({"layer_group": g.name, "position": position, "query_scale": scale}))
+        layers = pd.DataFrame(rows).astype({"attention_window": "Int64"})
+        tables = {"rope_layers": layers}
+        if nope_rows:
+            tables["nope_temperature"] = pd.concat(nope_rows, ignore_index=True)
+        summary = {"rope_layer_group": ", ".join(layers.loc[layers["analysed"], "layer_group"]) or None,
+                   "rope_layers_analysed": int(layers.loc[layers["analysed"], "n_layers"].sum()),
+                   "nope_layers": int(layers.loc[~layers["has_rope"], "n_layers"].sum())}
+        return Output(summary=summary, tables=tables)
