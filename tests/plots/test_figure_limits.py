@@ -40,6 +40,11 @@ def big_tables():
     maps = pd.DataFrame([{"label": "vit", "row": r, "col": c, "reference_row": 2, "reference_col": 2,
                           "similarity": rng.uniform(-1, 1)} for r in range(5) for c in range(5)])
     tables |= {"grid_profiles": grid, "grid_maps": maps}
+    rotary = tables["profiles"]["kind"] == "rotary"  # as if read from a model's config (rope_models.png)
+    tables["profiles"]["config"] = tables["profiles"]["config"].astype(object).where(~rotary, "models/m/config.json")
+    tables["nope_temperature"] = pd.DataFrame({"label": tables["inv_freq"]["label"].iloc[0],
+                                               "layer_group": "full_attention", "position": [0, 8191, 16383],
+                                               "query_scale": [1.0, 1.0693, 1.1099]})
     summary = tables["summary"]
     steps = pd.concat([summary.iloc[:1].assign(label=f"learned(step={s})", step=s, source="run") for s in (0, 10)])
     tables["summary"] = pd.concat([summary.assign(step=pd.NA, source=pd.NA), steps], ignore_index=True)

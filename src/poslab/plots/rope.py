@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import PurePath
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -11,7 +13,8 @@ from matplotlib.lines import Line2D
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
 from .core import MAX_CURVES, _check_frame, _first, _say_left_out, _select_labels, curve_palette, study_figure
 
-__all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure"]
+__all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
+           "plot_rope_models", "rope_models_figure"]
 
 _FREQ_COLUMNS = INV_FREQ.declared("label", "pair", "wavelength", "scale_factor")
 _DECAY_COLUMNS = ROPE_DECAY.declared("label", "distance", "relative_upper_bound")
@@ -138,3 +141,84 @@ def nope_temperature_figure(tables: dict[str, pd.DataFrame], title: str | None =
     if "nope_temperature" not in tables or not len(tables["nope_temperature"]):
         return None
     return plot_nope_temperature(tables["nope_temperature"], title=title)
+
+
+def _short_label(row) -> str:
+    """``config stem · layer type`` of a rotary run read from a config (the figure's legend)."""
+    name = PurePath(str(row["config"])).name.removesuffix(".json")
+    if name == "config":  # a model folder's config.json: the folder names the model
+        name = PurePath(str(row["config"])).parent.name
+    layer = row.get("layer_type")
+    return name + (f" · {layer}" if isinstance(layer, str) and layer else "")
+
+
+_MODEL_COLUMNS = ("label", "config", "distance")
+
+
+def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, *, labels=None, panel_size=(4.8, 3.6),
+                     title=None) -> Figure:
+    """Rotary runs read from model configs, one curve per model and layer type: the similarity profile and
+    RoFormer's decay bound relative to its value at distance 0, against distance.
+
+    Parameters
+    ----------
+    profiles : DataFrame
+        ``profiles.csv`` rows: ``label``, ``config``, ``layer_type`` (optional), ``distance`` (int,
+        positions), ``mean_similarity`` (cosine similarity of position vectors at that distance).
+    rope_decay : DataFrame
+        ``rope_decay.csv`` rows: ``label``, ``distance``, ``relative_upper_bound``.
+    labels : list of str, optional
+        Runs to show (default: every run of ``profiles`` with a config; at most
+        :data:`~poslab.plots.core.MAX_CURVES`, the first ones).
+    panel_size : (float, float)
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes sharing the distance axis (log, from 1), each curve drawn over its run's window
+        (a sliding-window layer type stops at its window). Legend: config file name · layer type.
+    """
+    _check_frame(profiles, (*_MODEL_COLUMNS, "mean_similarity"), "profiles")
+    _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
+    with_config = profiles[profiles["config"].notna()]
+    labels, note = _first(_select_labels(with_config, labels, "profiles"), MAX_CURVES,
+                          "rotary runs read from a config (study order)", "profiles.csv and rope_decay.csv")
+    palette = curve_palette(len(labels))
+    w, h = panel_size
+    fig = Figure(figsize=(2 * w + 3.2, h), layout="constrained")
+    ax_s, ax_b = fig.subplots(1, 2, sharex=True)
+    handles = []
+    for label, colour in zip(labels, palette):
+        p = with_config[(with_config["label"] == label) & (with_config["distance"] >= 1)].sort_values("distance")
+        b = rope_decay[(rope_decay["label"] == label)].sort_values("distance")
+        ax_s.plot(p["distance"], p["mean_similarity"], color=colour, lw=1.0, alpha=0.9)
+        if len(b):
+            at0 = b["relative_upper_bound"].iloc[0] if b["distance"].iloc[0] == 0 else np.nan
+            b = b[b["distance"] >= 1]
+            ax_b.plot(b["distance"], b["relative_upper_bound"] / at0, color=colour, lw=0.9, alpha=0.9)
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=_short_label(p.iloc[0]) if len(p) else label))
+    ax_s.set_xscale("log")
+    ax_s.set_xlabel("distance (positions)")
+    ax_s.set_ylabel("mean cosine similarity")
+    ax_s.set_title("similarity profile", fontsize=10)
+    ax_s.axhline(0, color="0.6", lw=0.6)
+    ax_b.set_xlabel("distance (positions)")
+    ax_b.set_ylabel("bound / bound at distance 0")
+    ax_b.set_title("RoFormer long-term decay bound, relative", fontsize=10)
+    for ax in (ax_s, ax_b):
+        ax.grid(alpha=0.25, lw=0.5, which="both")
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return _say_left_out(fig, note)
+
+
+@study_figure("rope_models.png", tables=("profiles", "rope_decay"))
+def rope_models_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
+    """The study figure ``rope_models.png``: None unless the study has rotary runs read from a config."""
+    profiles = tables.get("profiles")
+    if profiles is None or "config" not in profiles.columns or not profiles["config"].notna().any() \
+            or "rope_decay" not in tables or not len(tables["rope_decay"]):
+        return None
+    return plot_rope_models(profiles, tables["rope_decay"], title=title)
