@@ -122,3 +122,43 @@ def test_published_numbers_of_the_reference_note():
                                                      l4.reference_inv_freq), rtol=1e-15)
     ds = make_encoding("rotary", config=str(CONFIGS / "deepseek-v3.json")).resolve(1, 16)
     assert (ds.rotary_dim, ds.attention_scaling) == (64, 1.0)
+
+
+def test_llama4_nope_query_temperature_is_the_models(monkeypatch):
+    """The query scale Llama4TextAttention applies on a layer without RoPE, at positions up to 10,485,760
+    (reached through a cache that reports the tokens before), equals poslab's NopeTemperature."""
+    from transformers.models.llama4 import modeling_llama4
+
+    oracle.quiet()
+    inv = read_rope_inventory(CONFIGS / "llama-4-scout-17b-16e-instruct.json")
+    nope = next(g for g in inv.groups if g.rope is None)
+    model = tiny_model("llama-4-scout-17b-16e-instruct.json", True)
+    model.config._attn_implementation = "eager"
+    attn = model.layers[nope.layers[0]].self_attn
+    assert not attn.use_rope and attn.attn_temperature_tuning
+    seen = {}
+
+    def capture(module, query, key, value, *args, **kwargs):
+        seen["query"] = query
+        return query.new_zeros(query.shape[0], query.shape[2], query.shape[1] * query.shape[3]), None
+
+    class Before:  # a cache holding `offset` earlier tokens: positions start there
+        def __init__(self, offset):
+            self.offset = offset
+
+        def get_seq_length(self, layer_idx=0):
+            return self.offset
+
+        def update(self, key, value, layer_idx, **kwargs):
+            return key, value
+
+    import torch
+
+    monkeypatch.setattr(modeling_llama4, "eager_attention_forward", capture)
+    x = torch.randn(1, 4, model.config.hidden_size)
+    plain = attn.q_proj(x).view(1, 4, -1, attn.head_dim).transpose(1, 2)
+    for offset in (0, 8188, 2**20 - 2, 10_485_756):
+        with torch.no_grad():
+            attn(x, position_embeddings=None, attention_mask=None, cache=Before(offset))
+        scale = (seen["query"] / plain)[0, 0, :, 0].detach().double().numpy()
+        np.testing.assert_allclose(scale, nope.temperature.scale(offset + np.arange(4)), rtol=1e-6)
