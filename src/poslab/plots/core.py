@@ -407,11 +407,18 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         level = next((m[3] for m in marks.values() if isinstance(m[3], float) and np.isfinite(m[3])), None)
         handles.append(Line2D([], [], color="0.3", marker="D", ms=5, mec="black", lw=1.5,
                               label="decay length" + (f", {level:.0%} interval" if level else "")))
+    return _finish(fig, handles, title, note)
+
+
+
+def _finish(fig, handles, title, note, grid_axes=()) -> Figure:
+    """The common end of a legend-right figure: light grids, the legend outside right, the title, the left-out note."""
+    for ax in grid_axes:
+        ax.grid(alpha=0.25, lw=0.5, which="both")
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
     return _say_left_out(fig, note)
-
 
 def save_figure(fig, path, *, dpi=150) -> None:
     """Write ``fig`` to ``path`` and close it.

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
-from .core import MAX_CURVES, _check_frame, _first, _say_left_out, _select_labels, curve_palette, study_figure
+from .core import MAX_CURVES, _check_frame, _finish, _first, _select_labels, curve_palette, study_figure
 
 __all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
            "plot_rope_models", "rope_models_figure"]
@@ -76,12 +76,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     ax_scale.set_xlabel("frequency pair i")
     ax_scale.set_ylabel("θ_i(default) / θ_i(used)")
     ax_scale.set_title("scale factor per pair", fontsize=10)
-    for ax in (ax_decay, ax_wave, ax_scale):
-        ax.grid(alpha=0.25, lw=0.5, which="both")
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _finish(fig, handles, title, note, (ax_decay, ax_wave, ax_scale))
 
 
 @study_figure("rope_geometry.png", tables=("inv_freq", "rope_decay"))
@@ -128,11 +123,7 @@ def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(
     ax.set_xlabel("position p + 1")
     ax.set_ylabel("query scale on layers without RoPE")
     ax.set_title("NoPE query temperature (no positional geometry: only this)", fontsize=10)
-    ax.grid(alpha=0.25, lw=0.5, which="both")
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _finish(fig, handles, title, note, (ax,))
 
 
 @study_figure("nope_temperature.png", tables=("nope_temperature",))
@@ -206,12 +197,7 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, *, labels
     ax_b.set_xlabel("distance (positions)")
     ax_b.set_ylabel("bound / bound at distance 0")
     ax_b.set_title("RoFormer long-term decay bound, relative", fontsize=10)
-    for ax in (ax_s, ax_b):
-        ax.grid(alpha=0.25, lw=0.5, which="both")
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _finish(fig, handles, title, note, (ax_s, ax_b))
 
 
 @study_figure("rope_models.png", tables=("profiles", "rope_decay"))
