@@ -91,7 +91,8 @@ def test_one_table_of_scaling_keys():
 
     fields = {f.name for f in dataclasses.fields(Rotary)}
     assert set(SCALING_KEYS) - set(LIST_KEYS) <= fields
-    assert fields - set(SCALING_KEYS) == {"rope_theta", "rotary_dim", "pairing", "config", "layer_type", "rope_type"}
+    assert fields - set(SCALING_KEYS) == {"rope_theta", "rotary_dim", "pairing", "config", "layer_type", "rope_type",
+                                          "context_length"}
 
 
 # ---------------------------------------------------------------- per-layer inventories (issue 14, item 1)

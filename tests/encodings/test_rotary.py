@@ -83,3 +83,25 @@ def test_rotary_dim_checks():
         make_encoding("rotary").generate(4, 63)
     with pytest.raises(ValueError, match="exceeds"):
         make_encoding("rotary", rotary_dim=128).generate(4, 64)
+
+
+def test_context_length_evaluates_length_dependent_scaling_there():
+    """The first 64 positions of a longer sequence: dynamic's base and longrope's factor list are those of the
+    whole sequence (transformers' seq_len); a shorter context than the window, or a rope type that does not
+    depend on the length, is refused."""
+    from poslab.encodings.base import ParameterError
+    from poslab.study import StudyError, parse_study
+
+    dyn = dict(rope_type="dynamic", factor=2.0, max_position_embeddings=1024, rotary_dim=32)
+    inside = make_encoding("rotary", context_length=8192, **dyn)
+    np.testing.assert_array_equal(inside.resolve(32, 64).inv_freq, make_encoding("rotary", **dyn).resolve(32, 8192).inv_freq)
+    np.testing.assert_array_equal(inside.generate(64, 32), make_encoding("rotary", **dyn).generate(8192, 32)[:64])
+    assert inside.resolve(32, 64).summary()["rope_length"] == 8192
+    with pytest.raises(ValueError, match="context_length = 100 is shorter than the analysed n_positions = 128"):
+        make_encoding("rotary", context_length=100, **dyn).resolve(32, 128)
+    with pytest.raises(ParameterError, match="rope type is 'default'.*leave context_length out"):
+        make_encoding("rotary", rotary_dim=32, context_length=8192)
+    study = {"name": "s", "n_positions": 128, "dim": 32,
+             "encodings": [{"kind": "rotary", "context_length": 64, **dyn}]}
+    with pytest.raises(StudyError, match=r"entry 1 \(kind = 'rotary'\): context_length = 64 is shorter"):
+        parse_study(study)

@@ -19,8 +19,7 @@ _spec = importlib.util.spec_from_file_location("_rotary_oracle", Path(__file__).
 oracle = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(oracle)
 
-LONG = [1.0 + 0.02 * i for i in range(48)]
-SHORT = [1.0 + 0.001 * i for i in range(48)]
+SHIPPED = Path(__file__).parents[2] / "src" / "poslab" / "data" / "configs"
 # The RoPE-relevant keys of published config.json files (sizes as published; the rotary module is cheap).
 PUBLISHED = {
     "Llama-3.1-8B": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -31,10 +30,8 @@ PUBLISHED = {
                     "rotary_emb_base": 10000, "max_position_embeddings": 2048},
     "stablelm-2-1_6b (no partial_rotary_factor)": {"model_type": "stablelm", "hidden_size": 2048,
                                                    "num_attention_heads": 32, "rope_theta": 10000},
-    "Phi-3-mini-128k": {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32,
-                        "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
-                        "rope_theta": 10000.0, "rope_scaling": {"type": "longrope", "short_factor": SHORT,
-                                                                "long_factor": LONG}},
+    # longrope with its published 48 short / 48 long factors: the shipped file (PROVENANCE.md)
+    "Phi-3.5-mini-instruct (longrope)": json.loads((SHIPPED / "phi-3.5-mini-instruct.json").read_text()),
     "Qwen2-VL-7B (flat, mrope)": {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
                                   "rope_theta": 1000000.0, "max_position_embeddings": 32768,
                                   "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
@@ -76,7 +73,7 @@ def _module(folder):
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
-@pytest.mark.parametrize("n", [64, 4200])  # 4200: beyond Phi-3's original 4096 (long factors)
+@pytest.mark.parametrize("n", [64, 4200])  # 4200: beyond Phi-3.5's original 4096 (long factors)
 def test_published_config(tmp_path, name, n):
     oracle.quiet()
     (tmp_path / "config.json").write_text(json.dumps(PUBLISHED[name]))

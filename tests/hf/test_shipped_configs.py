@@ -39,13 +39,15 @@ FAMILY = {  # per family, what else keeps the tiny model small
                     "kv_lora_rank": 16, "q_lora_rank": 16},
     "llama4_text": {"num_local_experts": 2, "intermediate_size_mlp": 32},
     "gemma4_text": {"vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 8},
+    # Phi3Config checks the factor lists against hidden_size // heads (96); its pad token 32000 is past 64
+    "phi3": {"hidden_size": 192, "pad_token_id": None},
 }
 
 
 def test_every_family_of_the_issue_is_shipped():
     assert SHIPPED == ["deepseek-v3.json", "gemma-3-4b-it.json", "gemma-4-e2b-it.json", "llama-3.1-8b.json",
-                       "llama-4-scout-17b-16e-instruct.json", "qwen2.5-7b-instruct-yarn.json",
-                       "qwen3-vl-8b-instruct.json"]
+                       "llama-4-scout-17b-16e-instruct.json", "phi-3.5-mini-instruct.json",
+                       "qwen2.5-7b-instruct-yarn.json", "qwen3-vl-8b-instruct.json"]
 
 
 def tiny_model(name, layers: bool):
@@ -102,6 +104,28 @@ def test_shipped_config_matches_the_model_transformers_builds(name):
         held = oracle.module_frequencies(rot, g.layer_type if per_type else None)
         np.testing.assert_allclose(np.sort(held[0]), np.sort(r.inv_freq), rtol=2e-6, atol=0)
         assert held[1] == pytest.approx(r.attention_scaling, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [4096, 4097])
+def test_phi35_longrope_short_and_long_factors_are_the_models(n):
+    """Phi-3.5-mini's longrope: the tiny model's rotary module (head_dim 96, the published factor lists) uses
+    short_factor for a sequence of up to 4096 positions and long_factor beyond, at every position of it;
+    poslab at n_positions = n, and at the first 64 positions with context_length = n, gives the same cos / sin."""
+    oracle.quiet()
+    name = "phi-3.5-mini-instruct.json"
+    rot = tiny_model(name, False).rotary_emb
+    assert rot.inv_freq.shape == (48,)
+    first, second = oracle.module_tables(rot, n)
+    r = make_encoding("rotary", config=str(CONFIGS / name)).resolve(1, n)
+    assert r.summary()["rope_factors"] == ("short" if n <= 4096 else "long")
+    err, layout = oracle.match_layout(first, second, r.inv_freq, r.attention_scaling)
+    assert err < 5e-5 * n / 64, f"{err:.3g} ({layout})"  # float32 angles at position ~4096
+    head = make_encoding("rotary", config=str(CONFIGS / name), context_length=n).resolve(1, 64)
+    np.testing.assert_array_equal(head.inv_freq, r.inv_freq)
+    err, _ = oracle.match_layout(first[:64], second[:64], head.inv_freq, head.attention_scaling)
+    assert err < 5e-5
+    other = make_encoding("rotary", config=str(CONFIGS / name)).resolve(1, 8193 - n)  # the other factor list
+    assert np.abs(other.inv_freq - r.inv_freq).max() > 1e-3
 
 
 def test_published_numbers_of_the_reference_note():

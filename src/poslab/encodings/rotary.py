@@ -187,7 +187,8 @@ class RopeResolution:
     attention_scaling : float
         Factor transformers multiplies cos and sin by.
     n_positions : int or None
-        Analysed length the resolution is for (dynamic, longrope depend on it).
+        Length the length-dependent rope types (dynamic, longrope) are evaluated at:
+        ``context_length``, else the analysed length.
     scaling : mapping
         Scaling parameters passed to :func:`~poslab.encodings.rope_scaling.rope_parameters`.
     sources : mapping
@@ -288,6 +289,12 @@ class Rotary(Encoding):
         Fraction of the head that is rotated, in (0, 1]; the head is the config's
         head_dim or else the study's dim. Give it or ``rotary_dim``, not both.
         For ``proportional`` the fraction of pairs with a non-zero frequency.
+    context_length : int or None
+        The sequence length the model runs at, where the length-dependent rope types are
+        evaluated (``dynamic``: the base; ``longrope``: short or long factors); at least the
+        analysed n_positions. None: the analysed n_positions. Analysing Phi-3.5's first 4096
+        positions inside a 131072-token prompt is ``n_positions = 4096``, ``context_length = 131072``
+        (transformers evaluates the scaling at the largest position + 1 of the whole sequence).
     factor, original_max_position_embeddings, max_position_embeddings, alpha, low_freq_factor, high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor, truncate, short_mscale, long_mscale
         Hugging Face scaling parameters, with transformers' meanings and defaults
         (see :func:`poslab.encodings.rope_scaling.rope_parameters`). None: the
@@ -300,8 +307,8 @@ class Rotary(Encoding):
     analysed under several rope types or factors. A parameter the resolved rope
     type does not use is an error when given inline, and recorded as not used
     (``rope_rules``) when it comes from the config. ``dynamic`` and ``longrope``
-    are evaluated at the analysed length n_positions (transformers' ``seq_len`` =
-    largest position + 1).
+    are evaluated at ``context_length``, by default the analysed length n_positions
+    (transformers' ``seq_len`` = largest position + 1).
     """
 
     kind = "rotary"
@@ -314,6 +321,7 @@ class Rotary(Encoding):
         "config": "none: every value inline",
         "layer_type": "the config's only RoPE (a config with a different RoPE per layer type needs one)",
         "rope_type": "from config, else 'default'",
+        "context_length": "the analysed n_positions",
         "partial_rotary_factor": "from config, else 1 (a config that omits it: its architecture's default)",
         "beta_fast": "from config, else 32 (yarn)",
         "beta_slow": "from config, else 1 (yarn)",
@@ -326,6 +334,7 @@ class Rotary(Encoding):
     config: str | None = None
     layer_type: str | None = None
     rope_type: Literal[ROPE_TYPES] | None = None  # type: ignore[valid-type]
+    context_length: int | None = parameter(None, check=_optional(Integer(minimum=2)))
     partial_rotary_factor: float | None = _scaling("partial_rotary_factor")
     factor: float | None = _scaling("factor")
     original_max_position_embeddings: int | None = _scaling("original_max_position_embeddings")
@@ -351,7 +360,11 @@ class Rotary(Encoding):
         if self.layer_type is not None and self.config is None:
             raise ParameterError(f"rotary: layer_type = {self.layer_type!r} selects one layer type of a model's "
                                  "config; give config = the model's config.json (or its folder)")
-        _plan(self, self.read_config())  # reads and checks the config and the scaling parameters, stores nothing
+        plan = _plan(self, self.read_config())  # reads and checks the config and the scaling parameters
+        if self.context_length is not None and plan.rope_type not in ("dynamic", "longrope"):
+            raise ParameterError(f"rotary: context_length = {self.context_length} changes only the length-dependent "
+                                 f"rope types (dynamic, longrope); this run's rope type is {plan.rope_type!r}, "
+                                 "whose frequencies do not depend on the length: leave context_length out")
 
     @classmethod
     def expand_study_params(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -403,7 +416,8 @@ class Rotary(Encoding):
             ``rotary_dim`` gives one.
         n_positions : int, optional
             Analysed length (positions 0 .. n_positions − 1): ``dynamic`` and
-            ``longrope`` depend on it. None: transformers' initial state.
+            ``longrope`` are evaluated there unless ``context_length`` is set.
+            None: transformers' initial state (or ``context_length``).
 
         Returns
         -------
@@ -413,9 +427,17 @@ class Rotary(Encoding):
         ------
         ValueError
             A rotated width that is odd, zero or wider than the head, dynamic
-            scaling of a single pair, longrope factor lists of the wrong length.
+            scaling of a single pair, longrope factor lists of the wrong length, a
+            ``context_length`` shorter than ``n_positions``.
         """
-        return _resolve(self, self.read_config(), int(dim), None if n_positions is None else int(n_positions))
+        length = None if n_positions is None else int(n_positions)
+        if self.context_length is not None:
+            if length is not None and self.context_length < length:
+                raise ValueError(f"rotary: context_length = {self.context_length} is shorter than the analysed "
+                                 f"n_positions = {length}: the model cannot hold {length} positions in a shorter "
+                                 "sequence; give context_length >= n_positions or leave it out")
+            length = self.context_length
+        return _resolve(self, self.read_config(), int(dim), length)
 
     @property
     def resolved_rope_type(self) -> str:

@@ -135,12 +135,14 @@ def nope_temperature_figure(tables: dict[str, pd.DataFrame], title: str | None =
 
 
 def _short_label(row) -> str:
-    """``config stem · layer type`` of a rotary run read from a config (the figure's legend)."""
+    """``config stem · layer type · context N`` of a rotary run read from a config (the figure's legend)."""
     name = PurePath(str(row["config"])).name.removesuffix(".json")
     if name == "config":  # a model folder's config.json: the folder names the model
         name = PurePath(str(row["config"])).parent.name
     layer = row.get("layer_type")
-    return name + (f" · {layer}" if isinstance(layer, str) and layer else "")
+    context = row.get("context_length")
+    return name + (f" · {layer}" if isinstance(layer, str) and layer else "") \
+        + (f" · context {int(context)}" if pd.notna(context) else "")
 
 
 _MODEL_COLUMNS = ("label", "config", "distance")
