@@ -188,18 +188,23 @@ def _summary_text(summary) -> str:
     number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
     no interval) is followed by "(exact)", explained under the table, never
     by a bracket; a summary the run flags ``window_dependent`` is followed by
-    "*".
+    "*". A 1-D summary of a run on a grid (``not_applicable``) is "n/a",
+    explained under the table.
     """
     import pandas as pd
 
     from .analysis.summaries import DEGENERATE
-    from .stages import SUMMARY
+    from .stages import PIPELINE, SUMMARY
+    from .stages.base import NOT_APPLICABLE_GRID
 
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
     exact = summary["ci_method"].eq("exact") if "ci_method" in summary else pd.Series(False, index=summary.index)
-    rows, starred = [], False
+    line = {col.name for stage in PIPELINE if stage.positions == "line" for col in stage.summary}
+    rows, starred, on_grid = [], False, False
     for i, r in summary.iterrows():
         row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
+        grid = isinstance(r.get("not_applicable"), str) and NOT_APPLICABLE_GRID in r["not_applicable"]
+        on_grid |= grid and r["status"] == "ok"
         notes = r.get("summary_notes")
         notes = notes if isinstance(notes, str) else ""
         degenerate = next((d for d in DEGENERATE if notes.startswith(f"every summary: {d} ")), "")
@@ -208,7 +213,9 @@ def _summary_text(summary) -> str:
         for name, col in shown:
             heading, value = col.heading + name.removeprefix(col.name), r[name]
             fmt = "{:.0f}" if col.dtype in ("int", "Int64") else "{:.1f}"
-            if col.dtype == "str":
+            if grid and col.name in line and r["status"] == "ok":  # a 1-D summary of a run on a grid
+                text = "n/a"
+            elif col.dtype == "str":
                 text = value if isinstance(value, str) and value else "-"
             elif col.name in ("n_positions", "max_distance"):  # the run's window, ok or failed
                 text = fmt.format(value)
@@ -239,6 +246,10 @@ def _summary_text(summary) -> str:
     if starred:
         text += ("\n*: moves by more than 5 % between a quarter, half and all of the run's window "
                  "(window_sensitivity.csv)")
+    if on_grid:
+        text += ("\nn/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
+                 "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
+                 "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png")
     return text
 
 

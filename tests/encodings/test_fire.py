@@ -95,3 +95,22 @@ def test_the_kernel_is_the_attention_prior_at_the_stated_query():
     np.testing.assert_allclose(kernel.backward, np.exp(b - b[:, :1]), rtol=1e-15)
     assert Fire(weights=str(EXAMPLE)).kernel(700, 300, 1) is not None  # the last query, 699
     assert Fire(weights=str(EXAMPLE)).invariant_within(513) and not Fire(weights=str(EXAMPLE)).invariant_within(514)
+
+
+def test_a_query_position_before_max_distance_is_refused_when_the_study_is_read(tmp_path):
+    """Issue 15 leftover: query_position < the run's max_distance failed at run time; the study is now refused
+    when read, naming the entry, both values and the fix."""
+    from poslab.study import StudyError, parse_study
+
+    study = {"name": "f", "n_positions": 64, "dim": 8, "encodings": [
+        {"kind": "sinusoidal"}, {"kind": "fire", "weights": str(EXAMPLE), "query_position": 20}]}
+    with pytest.raises(StudyError, match=r"\[\[encodings\]\] entry 2 \(kind = 'fire'\): query_position = 20 and "
+                                         r"max_distance = 63: .* give query_position >= 63 \(or leave it out: the "
+                                         r"last position, 63\), or max_distance <= 20"):
+        parse_study(study)
+    parse_study({**study, "max_distance": 20})  # the window the query can give
+    parse_study({**study, "encodings": [{"kind": "fire", "weights": str(EXAMPLE), "query_position": 20,
+                                         "n_positions": 21}]})  # a window of its own: max_distance 20
+    Fire(weights=str(EXAMPLE), query_position=20).check_size(64, 8)  # without a distance: only the window
+    with pytest.raises(ValueError, match="query_position = 20 and max_distance = 21"):
+        Fire(weights=str(EXAMPLE), query_position=20).check_size(64, 8, max_distance=21)

@@ -140,11 +140,11 @@ def test_the_grid_stage_analyses_every_encoding_that_declares_a_grid():
     assert set(out.tables) == {"grid_profiles", "grid_displacements", "grid_maps"}
     assert set(out.tables["grid_profiles"]["metric"]) == {"euclidean", "manhattan", "along_row", "along_column",
                                                           "along_frame"}
-    short = run_stage("grid", enc, 10, 16)
-    assert short.summary["grid_skipped"] == ("n_positions = 10 covers 10 of the 24 points of the 2x3x4 grid (2 full "
-                                             "row(s) and 2 point(s)); the grid tables need the whole grid: "
-                                             "n_positions = 24")
+    with pytest.raises(ValueError, match=r"n_positions=10, but the 2x3x4 grid has 24 points, and a grid is analysed "
+                                         r"whole; set n_positions = 24"):
+        enc.check_size(10, 16)
     assert run_stage("grid", make_encoding("rotary"), 10) is None
+    assert run_stage("profile", enc, 24, 16) is None  # the flattened index is not a distance
     axes = run_stage("axis_frequencies", enc, 24, 16)
     assert axes.summary["axis_pairs"] == "t: 4 pairs (0-3); h: 2 pairs (4-5); w: 2 pairs (6-7)"
     assert axes.tables["axis_freq"]["axis"].tolist() == list("tttthhww")
@@ -165,8 +165,10 @@ def test_refusals_name_the_value_and_what_to_write():
         make_encoding("sincos2d", grid="4by4")
     with pytest.raises(ValueError, match="not a multiple of 4"):
         make_encoding("sincos2d", grid="4x4").generate(16, 30)
-    with pytest.raises(ValueError, match="the 4x4 grid has 16 patches; lower n_positions to at most 16"):
-        make_encoding("sincos2d", grid="4x4").generate(17, 32)
+    for n in (17, 15):  # a grid is analysed whole
+        with pytest.raises(ValueError, match=f"n_positions={n}, but the 4x4 grid has 16 patches, and a grid is "
+                                             r"analysed whole; set n_positions = 16"):
+            make_encoding("sincos2d", grid="4x4").generate(n, 32)
     with pytest.raises(ValueError, match="sums to 8, but the head rotates 16"):
         make_encoding("mrope", grid="1x2x2", mrope_section="2,3,3", rotary_dim=32).generate(4, 32)
     with pytest.raises(ValueError, match="give mrope_section"):

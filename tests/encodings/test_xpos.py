@@ -65,3 +65,15 @@ def test_the_kernel_is_the_causal_score_kernel():
     assert np.isnan(kernel.forward[0, 1:]).all()
     with pytest.raises(ValueError, match="has no position table"):
         enc.generate(10, 64)
+
+
+def test_xpos_decay_takes_a_scalar_or_an_array_of_distances():
+    """Issue 15 leftover: a scalar distance raised IndexError. Shape (pairs,) + shape of the distance."""
+    one = xpos_decay(2048, 128)
+    assert one.shape == (64,)
+    assert one[0] == pytest.approx(0.00666389, rel=1e-5) and one[63] == pytest.approx(0.956099, rel=1e-6)
+    np.testing.assert_array_equal(xpos_decay([2048], 128)[:, 0], one)
+    grid = xpos_decay(np.array([[0, 512], [1024, 2048]]), 128)
+    assert grid.shape == (64, 2, 2)
+    np.testing.assert_array_equal(grid[:, 1, 1], one)
+    np.testing.assert_array_equal(grid[:, 0, 0], np.ones(64))

@@ -44,7 +44,7 @@ def test_columns_do_not_depend_on_models_or_on_which_stages_applied():
     assert {"sigma", "exponent_se", "period_ci_high", "stretch"} <= set(few.decay_metrics.columns)
     assert few.decay_metrics["sigma"].isna().all()
     s = few.summary
-    for col in ("effective_rope_type", "rope_length", "rope_factors", "tensor", "grid_skipped", "source_repo"):
+    for col in ("effective_rope_type", "rope_length", "rope_factors", "tensor", "not_applicable", "source_repo"):
         assert col in s.columns and (s[col].isna() | s[col].eq("")).all(), col
     names = declared_names(SUMMARY, ["length_scale"], few.spec.analysis)
     assert sorted(s.columns) == sorted(names)

@@ -51,3 +51,36 @@ def test_interleaving_and_axial_separate_every_axis(grids):
     assert disp["mean_similarity"].min() == pytest.approx(0.610, abs=5e-4)
     for _, d in grids.values():
         assert d["std_similarity"].max() < 1e-13  # translation-invariant on the grid: exact per displacement
+
+
+def test_grid_runs_have_no_1d_numbers_and_the_grid_tables_of_the_grid_stage():
+    """A study of grid runs (M-RoPE, axial RoPE, 2-D sin-cos): every 1-D stage is not_applicable (empty columns and
+    tables, the reason in not_applicable and message, no comparison rows); the grid tables are the grid stage's."""
+    import pandas as pd
+
+    from poslab.encodings import make_encoding
+    from poslab.stages import PIPELINE
+    from poslab.study import parse_study, run_study
+
+    spec = parse_study({"name": "g", "n_positions": 24, "dim": 16, "analysis": {"n_resamples": 0}, "encodings": [
+        {"kind": "mrope", "grid": "2x3x4", "mrope_section": "4,2,2", "rotary_dim": 16},
+        {"kind": "axial_rope", "grid": "2x3x4", "axes_dim": "4,6,6"},
+        {"kind": "sincos2d", "grid": "4x6"}]})
+    result = run_study(spec, progress=False, executor="serial")
+    s = result.summary
+    assert (s["status"] == "ok").all()
+    line = [n for st in PIPELINE if st.positions == "line" for c in st.summary for n in s.columns if c.matches(n)]
+    assert (s[line].isna() | s[line].eq("")).all(axis=None)
+    expected = ("not_applicable: multi-axis positions; see grid tables (heatmap, properties, kernel, profile, "
+                "summaries, window_sensitivity, decay, bootstrap, envelope)")
+    assert (s["not_applicable"] == expected).all() and s["message"].str.contains(expected, regex=False).all()
+    assert not any(len(result.frames.get(t, ())) for t in ("profiles", "heatmaps", "decay_metrics", "comparison"))
+    for enc, label in zip(spec.encodings, s["label"]):
+        grid = run_stage("grid", enc, 24, 16).tables["grid_displacements"]
+        got = result.grid_displacements[result.grid_displacements["label"] == label][list(grid.columns)]
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), grid, check_dtype=False)
+    assert make_encoding("mrope", mrope_section="4,2,2", rotary_dim=16).grid_shape(24) is None  # text tokens: a line
+    from poslab.cli import _summary_text
+
+    text = _summary_text(result.summary)  # the console: n/a, and why, never "> max_distance"
+    assert "n/a" in text and "> 23" not in text and "positions on a grid" in text and "grid_profiles.csv" in text

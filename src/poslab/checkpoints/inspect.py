@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_name, bundled_path
 from .files import list_tensors
 from .positions import describe_selection, select_position_table
@@ -104,7 +106,8 @@ def _learned_check(text: str, key: str | None) -> str:
     """The table's fingerprint, after the checks a study's parse runs on ``learned source = text``.
 
     One code path with the study: the ``learned`` encoding is built and sized like any study entry
-    (n_positions = 1 is the smallest window, so whatever it refuses, every study refuses).
+    (n_positions = 1 is the smallest window, a vision table's whole grid the only one it takes, so whatever
+    it refuses, every study refuses).
 
     Raises
     ------
@@ -115,7 +118,8 @@ def _learned_check(text: str, key: str | None) -> str:
 
     try:
         enc = Learned(source=text, key=key)
-        enc.check_size(1, 1)
+        grid = enc.grid_shape(1)
+        enc.check_size(1 if grid is None else int(np.prod(grid)), 1)
     except (OSError, KeyError, ValueError) as exc:
         raise NoTableError(_report_so_far(text, key), exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
     return f"\ntable sha256 {enc.stored().sha256}"

@@ -77,12 +77,17 @@ def parse_axes(text: str, name: str) -> tuple[int, ...]:
 
 
 def check_grid_size(label: str, grid: tuple[int, ...], n_positions: int) -> None:
-    """Refuse a window longer than the grid (ValueError naming both sizes and what to write)."""
+    """Refuse a window other than the whole grid (ValueError naming both sizes and what to write).
+
+    Positions on a grid are analysed on the grid, whole: the first n points in C order are a few rows
+    and a partial one, and their row index is not a distance (the 1-D stages do not apply to grids).
+    """
     total = int(np.prod(grid))
-    if n_positions > total:
+    if n_positions != total:
         what = "patches" if len(grid) == 2 else "points"
         raise ValueError(f"{label}: n_positions={n_positions}, but the {'x'.join(map(str, grid))} grid has {total} "
-                         f"{what}; lower n_positions to at most {total}, or give a larger grid")
+                         f"{what}, and a grid is analysed whole; set n_positions = {total} (in a study, the entry's "
+                         "own n_positions), or give the grid that many points")
 
 
 def grid_points(grid: tuple[int, ...], n_positions: int) -> np.ndarray:

@@ -150,6 +150,10 @@ class Encoding:
     def _check_size(self, n_positions: int, dim: int) -> None:
         """Refuse sizes the encoding cannot produce; raise ValueError. Optional hook."""
 
+    def _check_window(self, n_positions: int, max_distance: int) -> None:
+        """Refuse a largest analysed distance the encoding cannot give; raise ValueError. Optional hook
+        (FIRE: no key lies farther behind its stated query than the query's own position)."""
+
     def _generate(self, n_positions: int, dim: int, rng: np.random.Generator | None) -> np.ndarray:
         raise NotImplementedError
 
@@ -170,7 +174,9 @@ class Encoding:
         ``(rows, cols)`` or ``(frames, rows, cols)``: row ``p`` of the table is the
         ``p``-th grid point in C order (for (T, H, W): ``p = (t * H + h) * W + w``).
         The ``grid`` stage (:mod:`poslab.stages.grid`) analyses every run whose
-        encoding declares a grid on that grid, when ``n_positions`` covers it whole.
+        encoding declares a grid on that grid; ``n_positions`` must be the number
+        of grid points (refuse another in :meth:`_check_size`), and the 1-D stages
+        do not apply (the flattened index is not a distance).
         """
         return None
 
@@ -186,14 +192,17 @@ class Encoding:
         return TableCost(table_dim=int(dim), peak_bytes=16 * int(n_positions) * int(dim))
 
     # ---------------------------------------------------------------- public
-    def check_size(self, n_positions: int, dim: int) -> None:
-        """Raise ValueError if this encoding cannot produce ``(n_positions, dim)``.
+    def check_size(self, n_positions: int, dim: int, *, max_distance: int | None = None) -> None:
+        """Raise ValueError if this encoding cannot produce ``(n_positions, dim)``, or be analysed up to
+        ``max_distance`` (when given: the largest distance a run of this window analyses, < n_positions).
 
         Cheap (no table is built), so a study can refuse bad sizes before any work.
         """
         n_positions = check_positive_int(n_positions, "n_positions")
         dim = check_positive_int(dim, "dim")
         self._check_size(n_positions, dim)
+        if max_distance is not None:
+            self._check_window(n_positions, check_positive_int(max_distance, "max_distance", minimum=0))
 
     def kernel(self, n_positions: int, max_distance: int, dim: int) -> Kernel | None:
         """The exact kernel by distance when the encoding is translation-invariant; None: analyse the table.

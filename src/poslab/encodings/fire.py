@@ -205,6 +205,14 @@ class Fire(Encoding):
             raise ValueError(f"fire: query_position = {self.query_position} lies outside the window of "
                              f"n_positions = {n_positions}; give one below it (or omit it: the last position)")
 
+    def _check_window(self, n_positions, max_distance):
+        i = self.query(n_positions)
+        if max_distance > i:
+            raise ValueError(f"fire: query_position = {i} and max_distance = {max_distance}: the run analyses keys "
+                             f"up to {max_distance} positions behind the query, but none lies more than {i} behind "
+                             f"it; give query_position >= {max_distance} (or leave it out: the last position, "
+                             f"{int(n_positions) - 1}), or max_distance <= {i}")
+
     def bias_by_distance(self, n_positions: int, max_distance: int) -> np.ndarray:
         """b_h(i, i − k) for the stated query i and k = 0 .. max_distance, shape (n_heads, max_distance + 1).
 

@@ -256,11 +256,12 @@ class Learned(Encoding):
 
     Positions 0..n_positions−1 are rows offset..offset+n_positions−1 (for
     a vision table, the patches in raster order); asking for more rows than
-    the table has is an error, never a truncation. For a vision table
-    ``n_positions`` is at most its number of patches; a shorter window gets
-    no grid analysis (``grid_skipped`` says why). The table keeps its own
-    width (``table_dim``); the study's ``dim`` is ignored. Vision tables are
-    also analysed on their 2-D grid (``grid_profiles``, ``grid_maps``).
+    the table has is an error, never a truncation. A vision table is
+    analysed on its 2-D patch grid (``grid_profiles``, ``grid_displacements``,
+    ``grid_maps``), whole: ``n_positions`` is its number of patches, and the
+    1-D stages, whose distance |i − j| the raster index is not, do not apply
+    (``not_applicable``). The table keeps its own width (``table_dim``); the
+    study's ``dim`` is ignored.
     Provenance of the bundled tables: ``poslab/data/PROVENANCE.md``.
     """
 
@@ -370,11 +371,12 @@ class Learned(Encoding):
         rows = len(self.table())
         offset, grid = self._layout()
         patches = grid[0] * grid[1] if grid is not None else None
-        if patches is not None and n_positions > patches:
+        if patches is not None and n_positions != patches:
             raise ValueError(
                 f"learned({self.source}): n_positions={n_positions}, but the positions of this vision table are the "
                 f"{patches} patches of its {grid[0]}x{grid[1]} grid (rows {offset}..{offset + patches - 1}; "
-                f"other rows are not patches); lower n_positions to at most {patches}")
+                f"other rows are not patches), and a grid is analysed whole, on the grid; set n_positions = "
+                f"{patches} (in a study, the entry's own n_positions)")
         if offset + n_positions > rows:
             raise ValueError(
                 f"learned({self.source}): n_positions={n_positions} with offset={offset} needs "

@@ -70,8 +70,9 @@ def xpos_decay(distance, rotary_dim: int, *, scale_base: float = 512.0, gamma: f
 
     Parameters
     ----------
-    distance : array_like of shape (m,)
-        k = query position − key position, in positions (negative k: a key after the query).
+    distance : float or array_like
+        k = query position − key position, in positions (negative k: a key after the query);
+        a scalar or an array of any shape (m,), (m, p), ...
     rotary_dim : int
     scale_base : float
         512 in torchscale.
@@ -79,14 +80,16 @@ def xpos_decay(distance, rotary_dim: int, *, scale_base: float = 512.0, gamma: f
 
     Returns
     -------
-    ndarray of shape (rotary_dim // 2, m), float64.
+    ndarray of shape (rotary_dim // 2,) + shape of ``distance``, float64: (rotary_dim // 2,) for a
+    scalar distance, (rotary_dim // 2, m) for m distances.
 
     Notes
     -----
     d = 128, scale_base 512, k = 2048: 0.00666389 for pair 0, 0.956099 for pair 63.
     """
     k = np.asarray(distance, dtype=np.float64)
-    return xpos_zeta(rotary_dim, gamma)[:, None] ** (k[None, :] / float(scale_base))
+    zeta = xpos_zeta(rotary_dim, gamma)
+    return zeta.reshape(zeta.shape + (1,) * k.ndim) ** (k / float(scale_base))
 
 
 def xpos_score_kernel(distance, inv_freq, *, scale_base: float = 512.0, gamma: float = 0.4) -> np.ndarray:

@@ -60,6 +60,9 @@ RUN_COLUMNS = (
     Column("table_dim", "Int64", "", "width of the analysed table"),
     Column("center", "bool", "", "whether the mean position vector was subtracted first"),
     Column("status", "str", "", "ok or failed", required=True, console=True),
+    Column("not_applicable", "str", "", "stages whose analysis does not apply to the run's positions, and why: "
+           "'not_applicable: multi-axis positions; see grid tables (heatmap, properties, profile, ...)' for a run "
+           "on a grid (those stages' columns and tables are empty: the grid stage analyses it); empty on a line"),
     Column("message", "str", "", "the error of a failed run; notes of an ok one (e.g. why no decay model was "
            "selected)"),
 )
@@ -194,7 +197,7 @@ def run_stage(name: str, encoding, n_positions: int, dim: int = 1, *, options=No
     Returns
     -------
     Output or None
-        None when the stage does not apply to this run.
+        None when the stage does not apply to this run (nor to its positions: a 1-D stage on a grid run).
     """
     options = AnalysisOptions() if options is None else options
     stages = {s.name: s for s in build_stages(options)}
@@ -203,4 +206,4 @@ def run_stage(name: str, encoding, n_positions: int, dim: int = 1, *, options=No
     ctx = RunContext(encoding, n_positions=n_positions, max_distance=n_positions - 1, dim=dim, options=options,
                      seed=seed)
     stage = stages[name]
-    return stage.compute(ctx) if stage.applies(ctx) else None
+    return stage.compute(ctx) if stage.not_applicable(ctx) is None and stage.applies(ctx) else None

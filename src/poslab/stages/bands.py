@@ -93,6 +93,7 @@ class Summaries(Stage):
     """The model-free summaries: they lead summary.csv, the console summary and the comparison."""
 
     name = "summaries"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("model-free summaries of the profile (band widths, e-folding distance, zero crossing, first "
                    "minimum and its depth, integral scale), each with its status and conditioning")
     tables = (SUMMARIES,)

@@ -40,7 +40,11 @@ import numpy as np
 from .._validation import Constraint
 from .schema import Column, Table
 
-__all__ = ["Stage", "Output", "RunContext", "setting", "settings_of", "register_stage", "registered_stages"]
+__all__ = ["Stage", "Output", "RunContext", "setting", "settings_of", "register_stage", "registered_stages",
+           "NOT_APPLICABLE_GRID"]
+
+#: Why the 1-D stages (``positions = "line"``) do not apply to a run whose positions are points of a grid.
+NOT_APPLICABLE_GRID = "not_applicable: multi-axis positions; see grid tables"
 
 _REGISTERED: list[type[Stage]] = []
 
@@ -64,6 +68,10 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
         raise TypeError(f"{cls!r} must be a @dataclasses.dataclass(frozen=True) subclass of Stage with a name")
     if any(s.name == cls.name for s in _REGISTERED):
         raise ValueError(f"a stage named {cls.name!r} is registered already")
+    if cls.positions not in ("any", "line"):
+        raise ValueError(f"stage {cls.name}: positions must be 'any' or 'line', got {cls.positions!r}")
+    if cls.positions == "line" and "applies_to" not in cls.__dict__:
+        cls.applies_to = "every run on a line, none on a grid"
     _REGISTERED.append(cls)
     return cls
 
@@ -137,6 +145,13 @@ class Stage:
     fills_intervals : bool
         It writes the ``_ci_low`` / ``_ci_high`` columns of the other stages'
         interval columns (the bootstrap).
+    positions : {"any", "line"}
+        The positions its analysis needs. ``"line"``: positions on a line, whose
+        distance is |i − j| (the similarity profile and everything measured on it);
+        such a stage does not apply to a run whose positions are points of a grid
+        (:attr:`RunContext.positions`): the runner leaves its columns and tables
+        empty and records why (:meth:`not_applicable`). ``"any"``: per-run facts
+        that hold whatever the positions (the default).
     """
 
     name: ClassVar[str] = ""
@@ -146,10 +161,22 @@ class Stage:
     summary: ClassVar[tuple[Column, ...]] = ()
     uses: ClassVar[frozenset[str]] = frozenset()
     fills_intervals: ClassVar[bool] = False
+    positions: ClassVar[str] = "any"
 
     def applies(self, ctx: RunContext) -> bool:
         """Whether this stage has anything to say about the run (default: every run)."""
         return True
+
+    def not_applicable(self, ctx: RunContext) -> str | None:
+        """Why this stage's analysis does not apply to the run's positions, or None when it does.
+
+        A ``"line"`` stage on a run whose positions are points of a grid: the row index of a
+        (t, h, w) or (h, w) grid flattened in C order is not a distance (its neighbours wrap from
+        one row, or frame, to the next), and the grid stage analyses those runs on the grid.
+        """
+        if self.positions == "line" and ctx.positions == "grid":
+            return NOT_APPLICABLE_GRID
+        return None
 
     def compute(self, ctx: RunContext) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -243,6 +270,13 @@ class RunContext:
         if kernel is not None and kernel.scale == "cosine" and self.options.center:
             return None  # the centred table's similarities are not the kernel's
         return kernel
+
+    @property
+    def positions(self) -> str:
+        """``"grid"`` when the encoding declares a grid (:meth:`Encoding.grid_shape
+        <poslab.encodings.Encoding.grid_shape>`; the window is then the whole grid), else ``"line"``."""
+        grid_shape = getattr(self.encoding, "grid_shape", None)
+        return "grid" if grid_shape is not None and grid_shape(self.n_positions) is not None else "line"
 
     @property
     def profile_method(self) -> str:

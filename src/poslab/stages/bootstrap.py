@@ -41,6 +41,7 @@ class Bootstrap(Stage):
     """Percentile intervals from the anchor-block bootstrap, and its replicates."""
 
     name = "bootstrap"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("anchor-block bootstrap: blocks of anchor positions resampled with replacement, band widths "
                    "recomputed and the selected model refitted per resample; percentile intervals")
     tables = (BOOTSTRAP,)

@@ -92,6 +92,7 @@ class Decay(Stage):
     """Decay models fitted to the profile; the selected one gives the run's decay length."""
 
     name = "decay"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = "decay models fitted to the profile with scipy (weighted by standard errors), selected by AICc"
     tables = (DECAY_METRICS,)
     summary = (

@@ -21,6 +21,7 @@ class Envelope(Stage):
     """Decay models fitted to the upper envelope of an oscillating profile."""
 
     name = "envelope"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("decay models fitted to the upper envelope of an oscillating profile (sinusoidal, RoPE, GPT-2's "
                    "helix), as decay_metrics rows with target = envelope")
     tables = (DECAY_METRICS,)

@@ -2,8 +2,13 @@
 
 An encoding declares its grid with :meth:`poslab.encodings.Encoding.grid_shape`
 (a vision table's patch grid, the (t, h, w) grid of an M-RoPE, axial RoPE or
-2-D sin-cos run); rows are the grid points in C order. The 1-D stages still
-analyse the flattened index; this stage groups pairs by their displacement.
+2-D sin-cos run); rows are the grid points in C order and the window is the
+whole grid (a shorter one is refused when the study is read). This stage groups
+pairs by their displacement on the grid. The flattened row index is not a
+distance, so the 1-D stages (``positions = "line"``: profile, summaries, fits,
+bands, bootstrap, window sensitivity, properties, heatmap) do not apply to
+these runs: their columns are empty and ``not_applicable`` says so
+(:meth:`poslab.stages.Stage.not_applicable`).
 """
 
 from __future__ import annotations
@@ -70,42 +75,23 @@ def _grid(ctx: RunContext):
 class Grid(Stage):
     """Runs whose positions are points of a 2-D or 3-D grid, analysed on the whole grid, on the raw vectors.
 
-    Only when the run's window is the whole grid (n_positions = the number of points): the first n
-    points of a shorter window are a few grid rows and a partial one, not the grid, so the grid tables
-    are left empty for that run and ``grid_skipped`` says why (its 1-D profile covers the n points asked for).
+    The run's window is the whole grid (encodings refuse another ``n_positions`` when the study is
+    read: the first n points of a grid are a few rows and a partial one, neither a grid nor a line).
     """
 
     name = "grid"
     description = ("similarity against displacement and distance on the grid, and the centre point's similarity "
-                   "map (runs whose positions are points of a grid and whose window is the whole grid)")
+                   "map (runs whose positions are points of a grid; their window is the whole grid)")
     applies_to = "runs whose encoding declares a grid (Encoding.grid_shape): vision tables, M-RoPE, axial RoPE, 2-D sin-cos"
     tables = (GRID_PROFILES, GRID_DISPLACEMENTS, GRID_MAPS)
-    summary = (
-        Column("grid_skipped", "str", "", "why the grid tables hold no rows for this run (a window shorter than "
-               "the grid); empty when the whole grid was analysed"),
-    )
     uses = frozenset()
 
     def applies(self, ctx: RunContext) -> bool:
-        return _grid(ctx) is not None
+        return ctx.positions == "grid"
 
     def compute(self, ctx: RunContext) -> Output:
-        grid = tuple(_grid(ctx))
-        n = 1
-        for size in grid:
-            n *= size
-        if ctx.n_positions < n:
-            text = "x".join(map(str, grid))
-            full, rest = divmod(ctx.n_positions, grid[-1])
-            what = "patches" if len(grid) == 2 else "points"
-            unit = "patch(es)" if len(grid) == 2 else "point(s)"
-            why = (f"n_positions = {ctx.n_positions} covers {ctx.n_positions} of the {n} {what} of the {text} grid "
-                   f"({full} full row(s)" + (f" and {rest} {unit}" if rest else "")
-                   + f"); the grid tables need the whole grid: n_positions = {n}")
-            return Output(summary={"grid_skipped": why})
-        result = grid_similarity(ctx.table, grid)
-        return Output(summary={"grid_skipped": None},
-                      tables={"grid_profiles": result.to_frame(), "grid_displacements": result.displacement_frame(),
+        result = grid_similarity(ctx.table, tuple(_grid(ctx)))
+        return Output(tables={"grid_profiles": result.to_frame(), "grid_displacements": result.displacement_frame(),
                               "grid_maps": result.map_frame()})
 
 

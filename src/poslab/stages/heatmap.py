@@ -35,6 +35,7 @@ class Heatmap(Stage):
     """The heatmaps table: S averaged over heatmap_bins x heatmap_bins blocks."""
 
     name = "heatmap"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = "the similarity matrix averaged over blocks, in O(n · dim) (kernel runs: from the kernel, O(n))"
     tables = (HEATMAPS,)
     uses = frozenset({"units"})

@@ -65,6 +65,7 @@ class KernelHeads(Stage):
     """profile_method and kernel of every run; for kernel runs the per-head table and its summary across heads."""
 
     name = "kernel"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("where the profile comes from (the exact kernel or the table), on which scale, and each head's "
                    "reach")
     tables = (KERNEL_HEADS,)

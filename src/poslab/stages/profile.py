@@ -41,6 +41,7 @@ class Profile(Stage):
     """The profiles table and the positions excluded from every mean."""
 
     name = "profile"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = "mean and spread of cosine similarity at every distance, by FFT (the n x n matrix is never formed)"
     tables = (PROFILES,)
     summary = (

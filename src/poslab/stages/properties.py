@@ -40,6 +40,7 @@ class Properties(Stage):
     """The properties table."""
 
     name = "properties"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = "monotonicity, translation invariance, symmetry and locality of the similarity matrix"
     tables = (PROPERTIES,)
     uses = frozenset({"units", "profile"})

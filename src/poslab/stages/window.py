@@ -111,6 +111,7 @@ class WindowSensitivity(Stage):
     """The summaries at a quarter, half and all of the run's window, and which of them move."""
 
     name = "window_sensitivity"
+    positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("the model-free summaries at nested windows (the first quarter, half and all of the run's "
                    "positions and distances), and which move by more than 5 %")
     tables = (WINDOW_SENSITIVITY,)

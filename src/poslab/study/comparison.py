@@ -321,15 +321,20 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     Returns
     -------
     dict with ``comparison`` (one row per label × summary) and ``comparison_pairs`` (one row per pair of
-    labels × summary); empty dict when no run succeeded.
+    labels × summary); empty dict when no run on a line succeeded. Runs on a grid have no 1-D summaries
+    (``summary.csv`` ``not_applicable``; their grid tables compare them) and are left out.
     """
     summary = tables.get("summary", pd.DataFrame())
-    if not len(summary) or "status" not in summary or not (summary["status"] == "ok").any():
+    if not len(summary) or "status" not in summary:
+        return {}
+    on_line = summary["not_applicable"].isna() | summary["not_applicable"].eq("") \
+        if "not_applicable" in summary else True
+    ok = summary[(summary["status"] == "ok") & on_line]
+    if not len(ok):
         return {}
     options = spec.analysis
     names = summary_names(options.thresholds)
     n_resamples, level = int(options.n_resamples), float(options.ci_level)
-    ok = summary[summary["status"] == "ok"]
     profiles, boot, metrics, summaries, windows = (
         _by_label(tables.get(name)) for name in ("profiles", "bootstrap", "decay_metrics", "summaries",
                                                  "window_sensitivity"))

@@ -170,7 +170,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     ctx = RunContext(run.encoding, n_positions=run.n_positions, max_distance=run.max_distance, dim=spec.dim,
                      options=spec.analysis, seed=run.seed)
     stages = build_stages(spec.analysis)
-    outputs = []
+    outputs, not_applicable = [], {}
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -178,7 +178,10 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
                 ctx.table
             for i, stage in enumerate(stages):
                 ctx.pending = stages[i:]
-                if stage.applies(ctx):
+                why = stage.not_applicable(ctx)
+                if why is not None:  # its columns stay empty; the row says which stages and why
+                    not_applicable.setdefault(why, []).append(stage.name)
+                elif stage.applies(ctx):
                     out = stage.compute(ctx)
                     _check_output(stage, out)
                     outputs.append(out)
@@ -196,6 +199,9 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
         notes += [out.note] if out.note else []
         for table, frame in out.tables.items():
             tables.setdefault(table, []).append(frame)
+    skipped = [f"{why} ({', '.join(names)})" for why, names in not_applicable.items()]
+    notes += skipped
+    row["not_applicable"] = "; ".join(skipped) or None
     row["message"] = "; ".join(notes)
     row["seconds"] = time.perf_counter() - t0
     short = {k: keys[k] for k in ("study", "label", "kind", "seed")}  # large tables: parameters are in summary

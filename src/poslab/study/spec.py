@@ -246,7 +246,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
                                  f"study's n_positions = {n_positions}; an entry may only analyse a shorter window")
         for enc in _expand(entry, index, where, len(seeds), n_runs, max_runs):
             try:
-                enc.check_size(length, dim)
+                enc.check_size(length, dim, max_distance=min(max_distance, length - 1))
             except Exception as exc:  # any failure to produce the table is this entry's fault
                 msg = (exc.args[0] if isinstance(exc, KeyError) else str(exc)).removeprefix(f"{enc.kind}: ")
                 raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
