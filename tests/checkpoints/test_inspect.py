@@ -66,7 +66,7 @@ def test_inspect_refuses_whatever_a_study_refuses_with_the_same_message(tmp_path
 
 
 def test_inspect_shows_how_rotary_reads_a_config(tmp_path):
-    """A config.json alone is no learned table (exit 2), but inspect says how rotary config = reads it, or why not."""
+    """A config.json alone is no learned table: inspect says how rotary config = reads it (exit 0), or why not (exit 2)."""
     import json
 
     good, bad = tmp_path / "llama", tmp_path / "broken"
@@ -75,7 +75,9 @@ def test_inspect_shows_how_rotary_reads_a_config(tmp_path):
                                                   "rope_theta": 500000.0}))
     (bad / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 0}))
     out = inspect(good)
-    assert out.exit_code == 2 and "holds no weights file" in out.output
+    assert out.exit_code == 0, out.output
+    assert "no learned position table: the model's positions are RoPE" in out.output
+    assert f"kind = \"rotary\", config = {str(good)!r}" in out.output
     assert "rope_type 'default', rope_theta 500000, head_dim 16" in out.output
     from poslab.encodings import make_encoding
 

@@ -82,15 +82,27 @@ def inspect_source(source, key: str | None = None) -> str:
     try:
         selection = select_position_table(text, key)
     except (OSError, KeyError, ValueError) as exc:
-        rotary = _rotary_reading(text)
+        rotary, readable = _rotary_reading(text)
         if rotary is None:
             raise
-        raise NoTableError(rotary, exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
+        return _no_table(rotary, readable, text, exc.args[0] if isinstance(exc, KeyError) else str(exc))
     report = describe_selection(selection)
     if selection.chosen is None:
-        rotary = _rotary_reading(text)
-        raise NoTableError(report + (f"\n{rotary}" if rotary else ""), selection.reason)
+        rotary, readable = _rotary_reading(text)
+        return _no_table(report + (f"\n{rotary}" if rotary else ""), readable, text, selection.reason)
     return report + _provenance(selection.checkpoint.model) + _learned_check(text, key)
+
+
+def _no_table(report: str, readable: bool, text: str, reason: str) -> str:
+    """No learned table: the report with how ``rotary config =`` reads the config, or :class:`NoTableError`.
+
+    A config that ``rotary config = text`` reads is an answer, not a failure: its positions are RoPE, and
+    the report says so and what to write. Anything else would be refused by every study (exit 2).
+    """
+    if not readable:
+        raise NoTableError(report, reason)
+    return (f"{report}\nused: no learned position table: the model's positions are RoPE, read as above; "
+            f"analyse them with kind = \"rotary\", config = {text!r}")
 
 
 def _provenance(model) -> str:
@@ -133,8 +145,11 @@ def _report_so_far(text: str, key: str | None) -> str:
     return describe_selection(selection) + _provenance(selection.checkpoint.model)
 
 
-def _rotary_reading(text: str) -> str | None:
-    """How ``rotary config = text`` reads the source's config.json (or refuses it); None without a config.json.
+def _rotary_reading(text: str) -> tuple[str | None, bool]:
+    """How ``rotary config = text`` reads the source's config.json (or refuses it), and whether it reads it.
+
+    ``(None, False)`` without a config.json. A config with several RoPEs reads when the entry names a
+    layer type (the inventory says which).
 
     The rotary encoding's own parse check, as a study entry runs it, then the per-layer inventory
     (:func:`poslab.encodings.model_config.read_rope_inventory`): every layer type, how many layers of
@@ -146,21 +161,22 @@ def _rotary_reading(text: str) -> str | None:
     try:
         config_path(text)
     except ValueError:
-        return None
+        return None, False
     try:
         inv = read_rope_inventory(text)
     except ValueError as exc:
-        return f"as rotary config = {text!r}: refused: rotary: config: {exc}"
+        return f"as rotary config = {text!r}: refused: rotary: config: {exc}", False
     lines = [describe_inventory(inv, text)]
     try:
         cfg = Rotary(config=text).read_config()
     except ValueError as exc:  # several RoPEs: the entry must name a layer type (said above)
         if len(inv.layer_types) < 2:
             lines.append(f"as rotary config = {text!r}: refused: {exc}")
-        return "\n".join(lines)
+            return "\n".join(lines), False
+        return "\n".join(lines), True
     width = f"head_dim {cfg.head_dim}" if cfg.head_dim is not None else "head width: the study's dim"
     lines.insert(0, f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}")
-    return "\n".join(lines)
+    return "\n".join(lines), True
 
 
 def _ranges(layers) -> str:
