@@ -10,9 +10,14 @@ this interpreter and ``PYTHONPATH=<export>/src`` (so both use the same
 installed dependencies); a revision's results are cached by commit, the
 working tree (``WORKTREE``) is always re-run. Tables are compared by name:
 same columns (order reported separately), same rows in the same order,
-strings equal, numbers equal within ``--rtol`` / ``--atol`` (NaN equals NaN).
-The timing column ``seconds`` is ignored. Exit status 0 when every table
-matches, 1 otherwise.
+strings equal, numbers equal within ``--rtol`` / ``--atol`` (NaN equals NaN;
+``3`` equals ``3.0``, whichever writer wrote it). The timing column
+``seconds`` is ignored. Columns a table has only before that the after
+study's ``summary.csv`` has (run keys and encoding parameters moved out of a
+table with a row per distance: issue 14) are joined back on the run
+identifier (``poslab.stages.schema.with_run_columns``) and compared; each
+such move is listed as ``MOVED``, not as a difference. Exit status 0 when
+every table matches, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from poslab.stages.schema import RUN_ID, with_run_columns  # noqa: E402  (the after side's join, one mechanism)
+
 CACHE = Path(os.environ.get("POSLAB_DIFF_CACHE", Path(tempfile.gettempdir()) / "poslab-study-diff"))
 IGNORED_COLUMNS = {"seconds"}
 
@@ -104,15 +112,32 @@ def diff_frames(name: str, a: pd.DataFrame, b: pd.DataFrame, rtol: float, atol: 
     return problems
 
 
-def diff_results(before: Path, after: Path, studies: list[str], rtol: float, atol: float) -> tuple[int, list[str]]:
+def moved_columns(name: str, a: pd.DataFrame, b: pd.DataFrame, summary: pd.DataFrame | None,
+                  notes: list[str]) -> pd.DataFrame:
+    """``b`` with the columns only ``a`` has joined back from the after study's summary on the run identifier,
+    in ``a``'s column order, when the summary has them all (else ``b`` unchanged); the move goes to ``notes``."""
+    only = [c for c in a.columns if c not in b.columns and c not in IGNORED_COLUMNS]
+    if not only or summary is None or not set(RUN_ID) <= set(b.columns) or not set(only) <= set(summary.columns):
+        return b
+    notes.append(f"{name}: {len(only)} column(s) moved to summary.csv ({', '.join(only)}): compared after joining "
+                 "them back on the run identifier")
+    joined = with_run_columns(b, summary, only)
+    return joined[[c for c in a.columns if c in joined.columns] + [c for c in joined.columns if c not in a.columns]]
+
+
+def diff_results(before: Path, after: Path, studies: list[str], rtol: float, atol: float,
+                 notes: list[str] | None = None) -> tuple[int, list[str]]:
+    notes = [] if notes is None else notes
     problems, compared = [], 0
     for study in studies:
         fa, fb = sorted(p.name for p in (before / study).glob("*.csv")), sorted(p.name for p in (after / study).glob("*.csv"))
         if fa != fb:
             problems.append(f"{study}: tables only before {sorted(set(fa) - set(fb))}, only after {sorted(set(fb) - set(fa))}")
+        summary = pd.read_csv(after / study / "summary.csv", low_memory=False) if "summary.csv" in fb else None
         for csv in sorted(set(fa) & set(fb)):
             a = pd.read_csv(before / study / csv, low_memory=False)
             b = pd.read_csv(after / study / csv, low_memory=False)
+            b = moved_columns(f"{study}/{csv}", a, b, summary, notes)
             problems += diff_frames(f"{study}/{csv}", a, b, rtol, atol)
             compared += 1
         ma = json.loads((before / study / "manifest.json").read_text())
@@ -137,7 +162,10 @@ def main(argv=None) -> int:
     print(f"before {args.before} ({key_b[:12]}), after {args.after} ({key_a[:12]}): {', '.join(studies)}", flush=True)
     before = run_studies(tree_b, key_b, studies, fresh=False)
     after = run_studies(tree_a, key_a, studies, fresh=key_a == "worktree")
-    compared, problems = diff_results(before, after, studies, args.rtol, args.atol)
+    notes: list[str] = []
+    compared, problems = diff_results(before, after, studies, args.rtol, args.atol, notes)
+    for n in notes:
+        print("MOVED", n)
     for p in problems:
         print("DIFF", p)
     print(f"{compared} tables compared in {len(studies)} studies (rtol {args.rtol:g}, atol {args.atol:g}, "

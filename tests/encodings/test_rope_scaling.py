@@ -357,6 +357,27 @@ def test_rope_decay_bound_brute_force_and_closed_form_at_zero():
     assert np.all(bound[1:] < bound[0]) and bound[100:].mean() == pytest.approx(8.925250, abs=1e-6)
 
 
+def test_rope_decay_rows_every_distance_then_log_spaced_equal_the_definition():
+    from poslab.encodings.rotary import Rotary
+    from poslab.stages import run_stage
+    from poslab.stages.rope import BOUND_DENSE
+
+    short = run_stage("rope_geometry", Rotary(), 2 * BOUND_DENSE, 64).tables["rope_decay"]
+    assert list(short["distance"]) == list(range(2 * BOUND_DENSE))  # up to 8192 positions: every distance
+    n = 300_000
+    decay = run_stage("rope_geometry", Rotary(), n, 64).tables["rope_decay"]
+    d = decay["distance"].to_numpy()
+    assert np.array_equal(d[:BOUND_DENSE], np.arange(BOUND_DENSE)) and d[-1] == n - 1
+    assert len(d) <= 2 * BOUND_DENSE and np.all(np.diff(d) > 0)
+    ratio = d[BOUND_DENSE + 1:] / d[BOUND_DENSE:-1]
+    assert ratio.max() < 1.01  # geometric spacing: (n / 4096)^(1/4096) ~ 1.001, rounded to integers
+    inv_freq = rope_inv_freq(64, 1e4)
+    for row in decay.iloc[[0, 5, BOUND_DENSE + 7, len(decay) - 1]].itertuples():
+        k = row.distance  # the brute-force definition, (1 / (d/2)) Σ_j |Σ_{l<j} e^{i k θ_l}|
+        brute = np.mean([abs(sum(np.exp(1j * k * inv_freq[l]) for l in range(j))) for j in range(1, 33)])
+        assert row.relative_upper_bound == pytest.approx(brute, rel=1e-12)
+
+
 def test_figure_from_tables(tmp_path):
     from poslab.plots import STUDY_FIGURES
     from poslab.study import load_study, run_study

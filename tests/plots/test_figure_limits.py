@@ -40,8 +40,8 @@ def big_tables():
     maps = pd.DataFrame([{"label": "vit", "row": r, "col": c, "reference_row": 2, "reference_col": 2,
                           "similarity": rng.uniform(-1, 1)} for r in range(5) for c in range(5)])
     tables |= {"grid_profiles": grid, "grid_maps": maps}
-    rotary = tables["profiles"]["kind"] == "rotary"  # as if read from a model's config (rope_models.png)
-    tables["profiles"]["config"] = tables["profiles"]["config"].astype(object).where(~rotary, "models/m/config.json")
+    rotary = tables["summary"]["kind"] == "rotary"  # as if read from a model's config (rope_models.png)
+    tables["summary"]["config"] = tables["summary"]["config"].astype(object).where(~rotary, "models/m/config.json")
     tables["nope_temperature"] = pd.DataFrame({"label": tables["inv_freq"]["label"].iloc[0],
                                                "layer_group": "full_attention", "position": [0, 8191, 16383],
                                                "query_scale": [1.0, 1.0693, 1.1099]})

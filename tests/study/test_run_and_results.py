@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from poslab.plots import STUDY_FIGURES
+from poslab.stages.schema import RUN_ID, with_run_columns
 from poslab.study import ResultsExistError, load_study, read_results, run_study, write_results
 from poslab.study.runner import analyse_table
 
@@ -72,9 +73,14 @@ def test_tables_hold_the_analysis(study, gpt2_table):
     direct = analyse_table(gpt2_table[:128], max_distance=127).profile
     np.testing.assert_allclose(p["mean_similarity"], direct.mean_similarity, atol=0)
     assert list(p["n_pairs"]) == list(128 - np.arange(128))
-    # parameters recorded in every row
-    assert set(result.profiles["source"].dropna()) == {"gpt2"}
-    assert set(result.profiles.loc[result.profiles["kind"] == "sinusoidal", "base"]) == {10000.0}
+    # parameters recorded once per run in summary (and in every row of the full-key tables); the profiles carry
+    # the run's identifier only, and get them back by joining on it
+    assert set(s["source"].dropna()) == {"gpt2"} and set(result.decay_metrics["source"].dropna()) == {"gpt2"}
+    assert list(result.profiles.columns[:4]) == list(RUN_ID) and "source" not in result.profiles
+    joined = with_run_columns(result.profiles, s, ["source", "base"])
+    assert set(joined["source"].dropna()) == {"gpt2"} and len(joined) == len(result.profiles)
+    assert set(joined.loc[joined["kind"] == "sinusoidal", "base"]) == {10000.0}
+    assert (joined.loc[joined["label"] == "learned(source=gpt2)", "source"] == "gpt2").all()
     # decay: one row per run x model, exactly one selected where any fit is ok
     d = result.decay_metrics[result.decay_metrics["target"] == "profile"]
     assert len(d) == 5 * 6  # six decay models, the log law included

@@ -80,11 +80,15 @@ def _first(labels: list, limit: int, what: str, where: str) -> tuple[list, str |
                             f"are in {where}")
 
 
-def _say_left_out(fig: Figure, note: str | None) -> Figure:
-    """Write ``note`` under the figure and warn with it (``poslab run`` / ``plot`` record it in manifest.json)."""
-    if note:
-        fig.text(0.5, 0.0, f"This figure {note}.", ha="center", va="top", fontsize=9, color="0.25",
+def _say_left_out(fig: Figure, note: str | None, decimated: bool = False) -> Figure:
+    """Write ``note`` under the figure and warn with it (``poslab run`` / ``plot`` record it in manifest.json);
+    with ``decimated``, say that long curves are drawn decimated (:data:`DECIMATED_NOTE`; no warning: nothing
+    is left out)."""
+    lines = ([f"This figure {note}."] if note else []) + ([f"Note: {DECIMATED_NOTE}."] if decimated else [])
+    if lines:
+        fig.text(0.5, 0.0, "\n".join(lines), ha="center", va="top", fontsize=9 if note else 7, color="0.25",
                  wrap=True)
+    if note:
         warnings.warn(note, FigureLimitWarning, stacklevel=3)
     return fig
 
@@ -281,26 +285,71 @@ def _decay_marks(summary, labels):
     return marks
 
 
-#: Profiles longer than this are drawn from the extremes of as many bins (per axis), not from every distance.
+#: Curves with more points than this are drawn decimated (:func:`drawn_points`); the tables keep every point.
 MAX_DRAWN_POINTS = 8192
+#: What a figure with a decimated curve says under itself.
+DECIMATED_NOTE = (f"curves of more than {MAX_DRAWN_POINTS} distances are drawn decimated: every distance up to "
+                  f"{MAX_DRAWN_POINTS // 4}, then the lowest and highest point of each of {3 * MAX_DRAWN_POINTS // 8} "
+                  "bins (geometric on a log axis); the CSV tables hold every distance")
 
 
-def _drawn_points(x, y, *, log: bool = False, limit: int = MAX_DRAWN_POINTS) -> np.ndarray:
-    """Indices of the points of a long curve worth drawing: in each of limit / 2 bins along x (equal on a linear
-    axis, geometric on a log one) its lowest and highest point, in order, and both ends — a figure's pixels show
-    no more (its ripples' envelope is kept); every point when there are at most ``limit``. The tables keep all."""
-    n = len(x)
+def drawn_points(x, y, *, log: bool = False, limit: int = MAX_DRAWN_POINTS) -> np.ndarray:
+    """Indices of the points of a long curve that are drawn (decimation for figures only; tables keep every point).
+
+    Parameters
+    ----------
+    x : ndarray of shape (n,)
+        Increasing abscissae (distances, positions).
+    y : ndarray of shape (n,)
+        The curve; NaN points are never chosen as extremes.
+    log : bool
+        The axis is logarithmic: bins are geometric in x (equal widths on screen).
+    limit : int
+        At most about this many points are drawn.
+
+    Returns
+    -------
+    ndarray of int, increasing
+        Every index when ``n <= limit``. Otherwise the first ``limit // 4`` points (the start of a curve, where
+        a log axis spreads the distances), then, over the rest of x cut into ``3 * limit // 8`` bins (geometric
+        on a log axis, equal on a linear one), the lowest and the highest point of each bin, and the last point:
+        every extreme of the curve is drawn (its ripples' envelope is kept), at most ``limit + 1`` points.
+        O(n), no sort.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = x.size
     if n <= limit:
         return np.arange(n)
-    lo, hi = max(float(x[0]), 1.0) if log else float(x[0]), float(x[-1])
-    edges = np.geomspace(lo, hi, limit // 2 + 1) if log and hi > lo else np.linspace(x[0], hi, limit // 2 + 1)
-    bins = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, limit // 2 - 1)
-    yy = np.where(np.isfinite(y), y, np.nan)
-    frame = pd.DataFrame({"bin": bins, "y": yy, "i": np.arange(n)})
-    ok = frame.dropna(subset=["y"])
-    keep = np.concatenate([ok.loc[ok.groupby("bin")["y"].idxmin(), "i"], ok.loc[ok.groupby("bin")["y"].idxmax(), "i"],
-                           [0, n - 1]])
-    return np.unique(keep)
+    head = limit // 4
+    n_bins = 3 * limit // 8
+    lo, hi = x[head], x[-1]
+    if log and lo > 0 and hi > lo:
+        edges = np.geomspace(lo, hi, n_bins + 1)
+    else:
+        edges = np.linspace(lo, hi, n_bins + 1)
+    rest = np.arange(head, n)
+    bins = np.clip(np.searchsorted(edges, x[head:], side="right") - 1, 0, n_bins - 1)
+    finite = np.isfinite(y[head:])
+    keep = [np.arange(head), [n - 1]]
+    if finite.any():
+        b, yy, idx = bins[finite], y[head:][finite], rest[finite]
+        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # x increases: each bin is one run of points
+        seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, b.size]))
+        for reduce in (np.minimum, np.maximum):
+            extreme = reduce.reduceat(yy, starts)
+            hit = np.flatnonzero(yy == extreme[seg])
+            first = np.r_[True, seg[hit][1:] != seg[hit][:-1]]  # the first point reaching it in each bin
+            keep.append(idx[hit[first]])
+    return np.unique(np.concatenate(keep))
+
+
+def _plot_decimated(ax, x, y, **style):
+    """``ax.plot`` of the points :func:`drawn_points` keeps (log axis: geometric bins); True if it dropped any."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = drawn_points(x, y, log=ax.get_xscale() == "log")
+    ax.plot(x[keep], y[keep], **style)
+    return keep.size < x.size
 
 
 def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = None, labels=None, min_distance=1,
@@ -358,14 +407,16 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2, sharey=True)
     starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
-    handles, any_band, any_fit, any_ci = [], False, False, False
+    handles, any_band, any_fit, any_ci, decimated = [], False, False, False, False
     for label in labels:
         s = summary[summary["label"] == label]
         colour = colours[label]
         for ax, start in starts.items():
             d = s[s["distance"] >= start]
             full_x, full_y = d["distance"].to_numpy(dtype=float), d["mean"].to_numpy(dtype=float)
-            d = d.iloc[_drawn_points(full_x, full_y, log=ax is ax_log)]  # long profiles: what a pixel shows
+            keep = drawn_points(full_x, full_y, log=ax is ax_log)  # long profiles: what a pixel shows
+            decimated |= keep.size < len(d)
+            d = d.iloc[keep]
             x = d["distance"].to_numpy(dtype=float)
             ax.plot(x, d["mean"].to_numpy(dtype=float), color=colour, lw=1.6, ls="-", label=label)
             if (d["n_seeds"] > 1).any():
@@ -407,18 +458,19 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         level = next((m[3] for m in marks.values() if isinstance(m[3], float) and np.isfinite(m[3])), None)
         handles.append(Line2D([], [], color="0.3", marker="D", ms=5, mec="black", lw=1.5,
                               label="decay length" + (f", {level:.0%} interval" if level else "")))
-    return _finish(fig, handles, title, note)
+    return _finish(fig, handles, title, note, decimated=decimated)
 
 
-
-def _finish(fig, handles, title, note, grid_axes=()) -> Figure:
-    """The common end of a legend-right figure: light grids, the legend outside right, the title, the left-out note."""
+def _finish(fig, handles, title, note, grid_axes=(), decimated: bool = False) -> Figure:
+    """The common end of a legend-right figure: light grids, the legend outside right, the title, the left-out
+    note (and the decimation note)."""
     for ax in grid_axes:
         ax.grid(alpha=0.25, lw=0.5, which="both")
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _say_left_out(fig, note, decimated)
+
 
 def save_figure(fig, path, *, dpi=150) -> None:
     """Write ``fig`` to ``path`` and close it.
@@ -472,12 +524,14 @@ def first_minimum_figure(tables, title=None):
     fig = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.subplots()
     colours = curve_palette(len(shown))
+    decimated = False
     for colour, (label, runs) in zip(colours, marks.groupby("label", sort=False)):
         run = runs.iloc[0]  # the first seed of a stochastic encoding
         rows = tables["profiles"][(tables["profiles"]["label"] == label) & (
             tables["profiles"]["seed"].isna() if pd.isna(run["seed"]) else tables["profiles"]["seed"] == run["seed"])]
-        rows = rows.iloc[_drawn_points(rows["distance"].to_numpy(dtype=float),
-                                       rows["mean_similarity"].to_numpy(dtype=float))]  # long profiles: thinned
+        keep = drawn_points(rows["distance"].to_numpy(dtype=float), rows["mean_similarity"].to_numpy(dtype=float))
+        decimated |= keep.size < len(rows)
+        rows = rows.iloc[keep]  # long profiles: decimated
         ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4,
                 label=textwrap.shorten(str(label), 48))
         ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", color=colour, ms=8, mec="black")
@@ -487,4 +541,4 @@ def first_minimum_figure(tables, title=None):
     ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _say_left_out(fig, note, decimated)

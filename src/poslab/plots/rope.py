@@ -11,7 +11,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
-from .core import MAX_CURVES, _check_frame, _finish, _first, _select_labels, curve_palette, study_figure
+from ..stages.profile import PROFILES
+from .core import (MAX_CURVES, _check_frame, _finish, _first, _nonempty, _plot_decimated, _select_labels,
+                   curve_palette, study_figure)
 
 __all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
            "plot_rope_models", "rope_models_figure"]
@@ -56,11 +58,13 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     w, h = panel_size
     fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
     ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)
-    handles = []
+    ax_decay.set_xscale("log")
+    handles, decimated = [], False
     for label, colour in zip(labels, palette):
         d = rope_decay[(rope_decay["label"] == label) & (rope_decay["distance"] >= 1)].sort_values("distance")
         f = inv_freq[inv_freq["label"] == label].sort_values("pair")
-        ax_decay.plot(d["distance"], d["relative_upper_bound"], color=colour, lw=0.9, alpha=0.9)
+        decimated |= _plot_decimated(ax_decay, d["distance"], d["relative_upper_bound"], color=colour, lw=0.9,
+                                     alpha=0.9)
         ax_wave.plot(f["pair"], f["wavelength"], color=colour, lw=1.4)
         ax_scale.plot(f["pair"], f["scale_factor"], color=colour, lw=1.4)
         handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
@@ -76,7 +80,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     ax_scale.set_xlabel("frequency pair i")
     ax_scale.set_ylabel("θ_i(default) / θ_i(used)")
     ax_scale.set_title("scale factor per pair", fontsize=10)
-    return _finish(fig, handles, title, note, (ax_decay, ax_wave, ax_scale))
+    return _finish(fig, handles, title, note, (ax_decay, ax_wave, ax_scale), decimated)
 
 
 @study_figure("rope_geometry.png", tables=("inv_freq", "rope_decay"))
@@ -145,23 +149,26 @@ def _short_label(row) -> str:
         + (f" · context {int(context)}" if pd.notna(context) else "")
 
 
-_MODEL_COLUMNS = ("label", "config", "distance")
+_MODEL_COLUMNS = PROFILES.declared("label", "distance", "mean_similarity")
 
 
-def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, *, labels=None, panel_size=(4.8, 3.6),
-                     title=None) -> Figure:
+def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, summary: pd.DataFrame, *, labels=None,
+                     panel_size=(4.8, 3.6), title=None) -> Figure:
     """Rotary runs read from model configs, one curve per model and layer type: the similarity profile and
     RoFormer's decay bound relative to its value at distance 0, against distance.
 
     Parameters
     ----------
     profiles : DataFrame
-        ``profiles.csv`` rows: ``label``, ``config``, ``layer_type`` (optional), ``distance`` (int,
-        positions), ``mean_similarity`` (cosine similarity of position vectors at that distance).
+        ``profiles.csv`` rows: ``label``, ``distance`` (int, positions), ``mean_similarity`` (cosine
+        similarity of position vectors at that distance).
     rope_decay : DataFrame
         ``rope_decay.csv`` rows: ``label``, ``distance``, ``relative_upper_bound``.
+    summary : DataFrame
+        ``summary.csv``: its ``label``, ``config`` and ``layer_type`` (optional) columns say which runs were
+        read from a config and name them (the profiles carry only the run's identifier).
     labels : list of str, optional
-        Runs to show (default: every run of ``profiles`` with a config; at most
+        Runs to show (default: every run of ``summary`` with a config; at most
         :data:`~poslab.plots.core.MAX_CURVES`, the first ones).
     panel_size : (float, float)
     title : str, optional
@@ -171,26 +178,32 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, *, labels
     matplotlib.figure.Figure
         Two axes sharing the distance axis (log, from 1), each curve drawn over its run's window
         (a sliding-window layer type stops at its window). Legend: config file name · layer type.
+        Profiles longer than :data:`~poslab.plots.core.MAX_DRAWN_POINTS` are drawn from their decimated
+        curve (:func:`~poslab.plots.core.drawn_points`).
     """
-    _check_frame(profiles, (*_MODEL_COLUMNS, "mean_similarity"), "profiles")
+    _check_frame(profiles, _MODEL_COLUMNS, "profiles")
     _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
-    with_config = profiles[profiles["config"].notna()]
-    labels, note = _first(_select_labels(with_config, labels, "profiles"), MAX_CURVES,
+    _check_frame(summary, ("label", "config"), "summary")
+    runs = summary[summary["config"].notna() & (summary["config"].astype(str) != "")].drop_duplicates("label")
+    labels, note = _first(_select_labels(runs, labels, "summary (runs with a config)"), MAX_CURVES,
                           "rotary runs read from a config (study order)", "profiles.csv and rope_decay.csv")
+    names = {row["label"]: _short_label(row) for _, row in runs.iterrows()}
     palette = curve_palette(len(labels))
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 3.2, h), layout="constrained")
     ax_s, ax_b = fig.subplots(1, 2, sharex=True)
-    handles = []
+    ax_s.set_xscale("log")  # before drawing: the decimation bins geometrically on a log axis
+    handles, decimated = [], False
     for label, colour in zip(labels, palette):
-        p = with_config[(with_config["label"] == label) & (with_config["distance"] >= 1)].sort_values("distance")
+        p = profiles[(profiles["label"] == label) & (profiles["distance"] >= 1)].sort_values("distance")
         b = rope_decay[(rope_decay["label"] == label)].sort_values("distance")
-        ax_s.plot(p["distance"], p["mean_similarity"], color=colour, lw=1.0, alpha=0.9)
+        decimated |= _plot_decimated(ax_s, p["distance"], p["mean_similarity"], color=colour, lw=1.0, alpha=0.9)
         if len(b):
             at0 = b["relative_upper_bound"].iloc[0] if b["distance"].iloc[0] == 0 else np.nan
             b = b[b["distance"] >= 1]
-            ax_b.plot(b["distance"], b["relative_upper_bound"] / at0, color=colour, lw=0.9, alpha=0.9)
-        handles.append(Line2D([], [], color=colour, lw=1.6, label=_short_label(p.iloc[0]) if len(p) else label))
+            decimated |= _plot_decimated(ax_b, b["distance"], b["relative_upper_bound"] / at0, color=colour, lw=0.9,
+                                         alpha=0.9)
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=names[label]))
     ax_s.set_xscale("log")
     ax_s.set_xlabel("distance (positions)")
     ax_s.set_ylabel("mean cosine similarity")
@@ -199,14 +212,16 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, *, labels
     ax_b.set_xlabel("distance (positions)")
     ax_b.set_ylabel("bound / bound at distance 0")
     ax_b.set_title("RoFormer long-term decay bound, relative", fontsize=10)
-    return _finish(fig, handles, title, note, (ax_s, ax_b))
+    return _finish(fig, handles, title, note, (ax_s, ax_b), decimated)
 
 
-@study_figure("rope_models.png", tables=("profiles", "rope_decay"))
+@study_figure("rope_models.png", tables=("profiles", "rope_decay", "summary"))
 def rope_models_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Figure | None:
     """The study figure ``rope_models.png``: None unless the study has rotary runs read from a config."""
-    profiles = tables.get("profiles")
-    if profiles is None or "config" not in profiles.columns or not profiles["config"].notna().any() \
-            or "rope_decay" not in tables or not len(tables["rope_decay"]):
+    summary = tables.get("summary")
+    if summary is None or "config" not in summary.columns or not _nonempty(tables, "profiles") \
+            or not _nonempty(tables, "rope_decay"):
         return None
-    return plot_rope_models(profiles, tables["rope_decay"], title=title)
+    if not (summary["config"].notna() & (summary["config"].astype(str) != "")).any():
+        return None
+    return plot_rope_models(tables["profiles"], tables["rope_decay"], summary, title=title)

@@ -46,7 +46,7 @@ def _writers(table: Table) -> str:
 
 def _keys(table: Table) -> str:
     if table.keys == "short":
-        return "Keys: `study`, `label`, `kind`, `seed` (the encoding parameters are in summary.csv)."
+        return "Keys: `study`, `label`, `kind`, `seed` (the run's identifier; its encoding parameters are in summary.csv)."
     if table.keys == "none":
         return "No key columns."
     return f"Keys: {RUN_KEYS}."
@@ -67,7 +67,11 @@ def tables_markdown() -> str:
         *_column_rows(Table("keys", "", "", ()).key_columns()),
         "",
         "Between `kind` and `seed` come the encoding parameters, one column each (empty where a kind lacks one), "
-        "so an encoding parameter may not be named like any column below (refused when the kind is registered).",
+        "so an encoding parameter may not be named like any column below (refused when the kind is registered). "
+        "Tables with a row per distance, position, grid point, block or window, and the per-label tables, have only the "
+        "four columns above (" + ", ".join(f"`{t.name}`" for t in TABLES.values() if t.keys == "short") + "): "
+        "their runs' parameters are in summary.csv once per run; join them on `study`, `label`, `kind`, `seed` "
+        "(`poslab.stages.schema.with_run_columns`).",
         "",
         "Every column listed for a table is in it, whatever the settings and whichever stages applied: empty "
         "where nothing was computed (a stage that applies to none of the runs, no intervals with n_resamples = 0 "

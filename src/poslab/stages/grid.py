@@ -34,6 +34,7 @@ GRID_PROFILES = Table(
         Column("std_similarity", "float", "cosine similarity", "their population standard deviation"),
         Column("n_pairs", "int", "", "unordered pairs of valid points averaged"),
     ),
+    keys="short",
 )
 
 GRID_DISPLACEMENTS = Table(
@@ -49,6 +50,7 @@ GRID_DISPLACEMENTS = Table(
                "encoding whose similarity depends on the displacement alone)"),
         Column("n_pairs", "int", "", "unordered pairs of valid points averaged"),
     ),
+    keys="short",
 )
 
 GRID_MAPS = Table(
@@ -63,6 +65,7 @@ GRID_MAPS = Table(
         Column("reference_col", "int", "patches", "column of the centre point (cols // 2)"),
         Column("similarity", "float", "cosine similarity", "similarity to the centre point (empty: excluded point)"),
     ),
+    keys="short",
 )
 
 

@@ -31,6 +31,7 @@ PROFILES = Table(
                "and for a run whose ci_method is exact: no sampling variability)"),
         Column("mean_similarity_ci_high", "float", "cosine similarity", "the same band's high end"),
     ),
+    keys="short",
     always=True,
 )
 

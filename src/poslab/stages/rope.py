@@ -32,14 +32,31 @@ INV_FREQ = Table(
     ),
 )
 
+#: rope_decay has a row at every distance below this, then at as many geometrically spaced distances.
+BOUND_DENSE = 4096
+
 ROPE_DECAY = Table(
     "rope_decay", "run × distance",
     "RoFormer's long-term decay bound (Su et al. 2021, §3.4.3) with the frequencies actually used.",
     (
-        Column("distance", "int", "positions", "distance k, 0..n_positions - 1"),
+        Column("distance", "int", "positions", f"distance k: every distance 0..n_positions - 1 up to "
+               f"{2 * BOUND_DENSE} positions; beyond, every distance 0..{BOUND_DENSE - 1}, then {BOUND_DENSE} "
+               "geometrically spaced distances up to n_positions - 1 (included): at most "
+               f"{2 * BOUND_DENSE} rows per run at any length"),
         Column("relative_upper_bound", "float", "", "(1 / (d/2)) · Σ_j |Σ_{l<j} e^{i·k·θ_l}|"),
     ),
+    keys="short",
 )
+
+
+def bound_distances(n_positions: int) -> np.ndarray:
+    """The distances rope_decay has a row at (int64, increasing, unique): every one up to 2 · BOUND_DENSE
+    positions; beyond, 0 .. BOUND_DENSE - 1, then BOUND_DENSE geometrically spaced distances up to n_positions - 1."""
+    if n_positions <= 2 * BOUND_DENSE:
+        return np.arange(n_positions, dtype=np.int64)
+    dense = np.arange(BOUND_DENSE, dtype=np.int64)
+    far = np.geomspace(BOUND_DENSE, n_positions - 1, BOUND_DENSE).round().astype(np.int64)
+    return np.unique(np.concatenate([dense, far, [n_positions - 1]]))
 
 
 @register_stage
@@ -83,7 +100,7 @@ class RopeGeometry(Stage):
             "effective_rope_theta": r.effective_rope_theta,
             "attention_scaling": r.attention_scaling,
         })
-        distance = np.arange(ctx.n_positions)
+        distance = bound_distances(ctx.n_positions)
         decay = pd.DataFrame({"distance": distance, "relative_upper_bound": rope_decay_bound(r.inv_freq, distance)})
         return Output(summary=r.summary(), tables={"inv_freq": freqs, "rope_decay": decay})
 
@@ -116,6 +133,7 @@ NOPE_TEMPERATURE = Table(
         Column("position", "int", "positions", "p: the first position with this scale (and the last position)"),
         Column("query_scale", "float", "", "factor on the queries at position p (1 below p + 1 = floor_scale)"),
     ),
+    keys="short",
 )
 
 #: Rows of nope_temperature at most (beyond: log-spaced steps, first and last kept).

@@ -10,8 +10,11 @@ run`` (``console`` columns) and the column reference ``docs/tables.md``
 (:mod:`poslab.stages.docs`).
 
 Every table starts with the run's keys (:data:`RUN_KEYS`: ``study``,
-``label``, ``kind``, one column per encoding parameter, ``seed``; or the short
-keys of large tables).
+``label``, ``kind``, one column per encoding parameter, ``seed``), or only
+its identifier (:data:`RUN_ID`: ``study``, ``label``, ``kind``, ``seed``) in
+tables with a row per distance, position, grid point or block and in the
+per-label tables (``keys="short"``): their runs' parameters are in
+``summary.csv`` once per run, and :func:`with_run_columns` joins them on.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Column", "Family", "Table", "KEYS", "RUN_KEYS", "DTYPES", "UNITS", "cast", "order", "finalize",
-           "declared_names", "required", "undeclared", "interval_names"]
+__all__ = ["Column", "Family", "Table", "KEYS", "RUN_KEYS", "RUN_ID", "DTYPES", "UNITS", "cast", "order", "finalize",
+           "declared_names", "required", "undeclared", "interval_names", "with_run_columns"]
 
 #: Column dtypes and what they mean in a CSV: ``Int64`` is an integer that may be empty.
 DTYPES = {
@@ -156,6 +159,9 @@ KEYS = (
 )
 #: Where the encoding parameters go in the keys of full-key tables: one column each, between kind and seed.
 RUN_KEYS = "study, label, kind, <one column per encoding parameter>, seed"
+#: The columns that identify a run (labels are unique in a study; a stochastic encoding has a run per seed): the
+#: only keys of short-key tables, and what :func:`with_run_columns` joins on.
+RUN_ID = tuple(c.name for c in KEYS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,8 +178,11 @@ class Table:
         After the keys, in order.
     keys : {"run", "short", "none"}
         ``run``: the full keys (study, label, kind, parameters, seed);
-        ``short``: study, label, kind, seed (large tables); ``none``: the
-        columns say it all.
+        ``short``: the run's identifier :data:`RUN_ID` only (tables with a
+        row per distance, position, grid point or block, whose parameters
+        would repeat on every row; per-label tables): the parameters are in
+        ``summary.csv`` (:func:`with_run_columns`); ``none``: the columns
+        say it all.
     always : bool
         Written even when empty (the results reader requires it).
     interval_slot : str, optional
@@ -337,6 +346,51 @@ def finalize(frames: list[pd.DataFrame], table: Table, parameters: Iterable[str]
             out[name] = _nullable_int(out[name])
         elif col.dtype == "str" and out[name].isna().any():
             out[name] = out[name].astype(object).where(out[name].notna(), "")  # as read back from CSV
+    return out
+
+
+def with_run_columns(frame: pd.DataFrame, summary: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``frame`` with ``columns`` of its runs' ``summary.csv`` rows joined on (how a short-key table gets its
+    runs' encoding parameters, or any summary column, back).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        A table with the run identifier columns :data:`RUN_ID` (``study``, ``label``, ``kind``, ``seed``).
+    summary : DataFrame
+        The study's ``summary`` table (one row per run).
+    columns : iterable of str
+        Summary columns to add (those ``frame`` already has are left as they are; a name the summary lacks is
+        added empty: a parameter no run of the study has).
+
+    Returns
+    -------
+    DataFrame
+        A new frame: ``frame``'s rows in their order, its columns, then ``columns``. A row whose run is not in
+        ``summary`` gets empty values.
+
+    Raises
+    ------
+    ValueError
+        ``summary`` has several rows for one run (several studies mixed: filter to one first).
+    """
+    names = [c for c in dict.fromkeys(columns) if c not in frame.columns]
+    if not names:
+        return frame
+    on = [k for k in RUN_ID if k in frame.columns and k in summary.columns]
+    if "label" not in on:
+        raise ValueError(f"cannot join run columns: frame or summary lacks the run identifier label "
+                         f"(frame has {list(frame.columns)[:6]}..., summary {list(summary.columns)[:6]}...)")
+    present = [c for c in names if c in summary.columns]
+    runs = summary[on + present].drop_duplicates()
+    if runs.duplicated(on).any():
+        raise ValueError("summary has several rows for one run (" + ", ".join(on) + "), e.g. from several "
+                         "studies; filter it to one study first")
+    keys = frame[on].reset_index(drop=True)
+    joined = keys.merge(runs, on=on, how="left", sort=False)
+    out = pd.concat([frame.reset_index(drop=True), joined[present]], axis=1)
+    out = out.assign(**{c: float("nan") for c in names if c not in present})[[*frame.columns, *names]]
+    out.index = frame.index
     return out
 
 

@@ -308,7 +308,7 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         except (ValueError, pd.errors.ParserError) as exc:
             raise ValueError(f"cannot read {path}: {exc}; run the study again") from None
         table = SCHEMA.get(name)
-        lacking = [c for c in (schema.required(table) if table else ("study", "label", "kind", "seed"))
+        lacking = [c for c in (schema.required(table) if table else schema.RUN_ID)
                    if c not in frame.columns]
         if lacking and len(frame):  # a study whose runs all failed has empty tables
             raise ValueError(f"{path} lacks column(s) {', '.join(lacking)}; it is not a poslab table. Run the study again")

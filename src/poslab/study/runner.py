@@ -20,7 +20,7 @@ from ..analysis.bootstrap import BootstrapResult
 from ..analysis.heatmap import _block_similarity
 from ..analysis.properties import Properties, table_properties
 from ..stages import SUMMARY, TABLES as SCHEMA, RunContext, build_stages
-from ..stages.schema import finalize, undeclared
+from ..stages.schema import RUN_ID, finalize, undeclared
 from .comparison import compare_runs
 from .executors import map_unordered
 from .spec import AnalysisOptions, Run, StudySpec
@@ -204,7 +204,7 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     row["not_applicable"] = "; ".join(skipped) or None
     row["message"] = "; ".join(notes)
     row["seconds"] = time.perf_counter() - t0
-    short = {k: keys[k] for k in ("study", "label", "kind", "seed")}  # large tables: parameters are in summary
+    short = {k: keys[k] for k in RUN_ID}  # tables by distance, position, block: the parameters are in summary
     result = {"summary": pd.DataFrame([row])}
     for table, frames in tables.items():
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
