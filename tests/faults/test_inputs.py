@@ -154,10 +154,10 @@ def test_a_full_disk_names_the_folder_and_leaves_no_temporary(tmp_path, monkeypa
     assert _invoke(["run", study, "--out", tmp_path / "res"]).exit_code == 0
     before = (tmp_path / "res" / "summary.csv").read_bytes()
 
-    def full(self, *args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
+    def full(*args, **kwargs):  # what pyarrow's CSV writer raises on a full disk (checked on /dev/full)
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    monkeypatch.setattr("pyarrow.csv.write_csv", full)
     result = _invoke(["run", study, "--out", tmp_path / "res", "--overwrite"])
     assert result.exit_code == 1
     assert f"cannot write results folder {tmp_path / 'res'}: no space left on the device" in result.output

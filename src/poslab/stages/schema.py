@@ -302,6 +302,8 @@ def cast(frame: pd.DataFrame, table: Table, *, where: str = "") -> pd.DataFrame:
                                  "again to rewrite it")
         if member and (col.dtype == "Int64" or (col.dtype == "int" and frame[name].isna().any())):
             frame[name] = _nullable_int(frame[name])
+        elif (col.dtype == "float" or not member) and pd.api.types.is_integer_dtype(frame[name]):
+            frame[name] = frame[name].astype(float)  # a float column whose values are all integral, written as such
         elif member and col.dtype == "str":
             frame[name] = frame[name].astype(object).fillna("").astype(str)
     return frame

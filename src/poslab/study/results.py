@@ -27,7 +27,8 @@ from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .runner import TABLES, StudyResult
 
-__all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "FIGURES"]
+__all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
+           "FIGURES"]
 
 FIGURES = tuple(STUDY_FIGURES)
 #: Prefix of a file being rewritten in place (``poslab plot``): written under this name, then renamed.
@@ -183,6 +184,33 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     return written
 
 
+def _arrow_column(series: pd.Series):
+    """One column as Arrow sees it: numbers, booleans and text as they are; an object column (encoding parameters:
+    numbers, text, None mixed) as the text Python's ``str`` gives each value (what pandas writes), empty for NA."""
+    import pyarrow as pa
+
+    if series.dtype != object:
+        return pa.array(series, from_pandas=True)
+    values = [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+              for v in series.to_numpy()]
+    return pa.array(values, type=pa.string())
+
+
+def write_csv(frame: pd.DataFrame, path) -> None:
+    """Write one table as CSV (comma-separated, a header line, no index) with pyarrow's multi-threaded writer.
+
+    Numbers keep full precision: each float is written as the shortest decimal that reads back to the same
+    float64 (``read_results`` gives the same numbers, tested), integers as integers (a float with an integral
+    value as ``3``, read back as a float through the declared dtype), NaN and NA as empty fields, booleans as
+    ``true`` / ``false``, text in double quotes (RFC 4180). ~10x faster than ``DataFrame.to_csv``, which formats
+    every float in Python (measured in benchmarks/README.md: 1,048,576 profile rows in ~0.9 s instead of ~8 s).
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(pa.table({name: _arrow_column(frame[name]) for name in frame.columns}), str(path))
+
+
 def figure_title(summary: pd.DataFrame) -> str | None:
     """"study: n positions, distances up to max_distance" from the summary table."""
     if not len(summary):
@@ -220,7 +248,7 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
     with AtomicFolder(out, what="results folder") as folder:
         try:
             for name, frame in tables.items():  # the tables first: a figure can never cost them
-                frame.to_csv(folder.path / f"{name}.csv", index=False)
+                write_csv(frame, folder.path / f"{name}.csv")
             failed: dict[str, str] = {}
             left_out: dict[str, str] = {}
             figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed,
