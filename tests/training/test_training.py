@@ -80,7 +80,8 @@ def test_snapshots_load_into_a_study(runs, tmp_path, monkeypatch):
     learned = summary[summary["kind"] == "learned"].sort_values("step")
     assert learned["step"].astype(int).tolist() == SAVED
     # the study analyses exactly the saved table at each step
-    profile = result.profiles[(result.profiles["kind"] == "learned") & (result.profiles["step"] == 40)]
+    step_40 = learned.loc[learned["step"].astype(int) == 40, "label"].item()  # the step is in summary, once per run
+    profile = result.profiles[result.profiles["label"] == step_40]
     table = np.load(root / "a" / "positions" / "step_0000040.npy").astype(np.float64)
     unit = table / np.linalg.norm(table, axis=1, keepdims=True)
     s = unit @ unit.T
