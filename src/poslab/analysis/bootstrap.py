@@ -66,12 +66,13 @@ from scipy import fft, optimize, stats
 
 from .bands import first_crossings
 from .decay import MAXFEV, DecayFits
+from .summaries import threshold_name
 
 __all__ = [
     "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS", "MAX_FAILED_FRACTION",
     "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_units",
     "bootstrap_anchor_blocks", "percentile_interval", "block_standard_errors", "block_noise", "politis_white",
-    "choose_block_length", "MIN_BLOCKS", "interval_widening",
+    "choose_block_length", "MIN_BLOCKS", "interval_widening", "summary_replicates",
 ]
 
 #: Resamples per bootstrap (refits of the selected decay model per run).
@@ -660,7 +661,9 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     summarise : callable, optional
         ``summarise(distance, profiles) -> dict of name -> ndarray of shape (n_rows,)``: model-free summaries of
         resampled profiles (rows), e.g. :func:`poslab.analysis.summaries`'s vectorised form; called on chunks
-        of resamples (O(~8 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``.
+        of resamples (O(~8 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``. A
+        band width it returns (``band_width_<t>``) replaces the plain first crossing of that resample (so a
+        crossing within the noise is +inf there too), except where the resample has no pair at the window's end.
 
     Returns
     -------
@@ -702,13 +705,11 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
         reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts))
-    replicates = {}
-    if summarise is not None:
-        rows = max(1, _CHUNK_ENTRIES // max(1, distance.size))
-        parts = [summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0])
-                 for r0 in range(0, n_resamples, rows)]
-        replicates = {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \
-            if parts else {}
+    replicates = summary_replicates(distance, sums, counts, weights, summarise) if summarise is not None else {}
+    for j, t in enumerate(thresholds):  # the band widths by the summaries' rule (a crossing within the noise: +inf)
+        name = threshold_name(t)
+        if name in replicates:
+            widths[:, j] = np.where(np.isnan(widths[:, j]), np.nan, replicates.pop(name))
     widen = interval_widening(sums.shape[0], level, correlation_length, block_length) \
         if method == "anchor_block" else 1.0
     result = _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
@@ -717,6 +718,30 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
                     for name, v in replicates.items()}
     return dataclasses.replace(result, exact=bool(spread <= 1e-12), correlation_length=float(correlation_length),
                                summaries=replicates, summaries_ci=summaries_ci)
+
+
+def summary_replicates(distance, sums, counts, weights, summarise) -> dict:
+    """The model-free summaries of resampled profiles, a chunk of resamples (~8 MB) at a time.
+
+    Parameters
+    ----------
+    distance : ndarray of shape (n_distances,)
+    sums, counts : ndarray of shape (n_units, n_distances)
+        Per-unit sums and pair counts (anchor blocks or seeds).
+    weights : ndarray of shape (n_resamples, n_units)
+        How often each unit is drawn in each resample.
+    summarise : callable
+        ``summarise(distance, profiles) -> {name: ndarray of shape (n_rows,)}``.
+
+    Returns
+    -------
+    dict of name -> ndarray of shape (n_resamples,)
+    """
+    rows = max(1, _CHUNK_ENTRIES // max(1, distance.size))
+    parts = [summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0])
+             for r0 in range(0, weights.shape[0], rows)]
+    return {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \
+        if parts else {}
 
 
 def _integral(values) -> bool:

@@ -38,6 +38,9 @@ Every summary is a distance (positions) or NaN with a **status**:
 * ``not_reached`` — not reached within max_distance (never the window itself);
 * ``undefined`` — S(0) is not positive, so S / S(0) means nothing (e-folding
   distance, integral scale);
+* ``within_noise`` — S falls to the noise floor around the level but not
+  significantly below it within max_distance (a crossing of a level the
+  profile only approaches; see "Crossings within the noise" below);
 
 and, for the whole profile, one of these *degenerate* statuses, which every
 summary of that profile takes (with the reason), never a number:
@@ -69,6 +72,47 @@ more than :data:`ILL_CONDITIONED_SPREAD` (25 %) of its value: RoPE θ = 500000's
 166 to ~1000) is; sinusoidal's 0.5 crossing (no ripple back above 0.5) is not.
 The integral scale takes the conditioning of the zero crossing it ends at.
 
+**Crossings within the noise.** A sampled profile that decays towards a level
+L without crossing it (the null model ``smoothed_random``: E[S] > 0 at every
+distance) still dips below L in its noisy tail, so a plain first crossing
+would report the place where the noise first dips, with a confident interval.
+Given the profile's standard errors (``noise_se``: the anchor-block,
+cluster-robust ones, which count the dependence between anchors), a crossing
+of L (every threshold, the e-folding level S(0)/e, 0) counts as reached only
+if the profile falls below L by more than its sampling noise somewhere at or
+after its first crossing k₀::
+
+    reached  ⇔  S(k) < L − z · se_L(k) for some k ≥ k₀,
+    se_L(k)² = V_L / n_pairs(k),   V_L = mean over k ≥ k₀ of se(k)² · n_pairs(k),
+
+(a distance whose se is unknown, where fewer than two blocks hold a pair near
+the window's end, carries the last known se(k)² · n_pairs(k) forward)
+
+with z = ``crossing_z`` (:data:`CROSSING_Z` = 3.5). The crossing distance
+stays k₀ (no upward bias for a real crossing); otherwise the summary is
+``within_noise`` (NaN) and the integral scale, which ends at the zero
+crossing, takes the zero crossing's status. This is the practice of judging a
+sample autocorrelation against its standard error (Box, Jenkins, Reinsel &
+Ljung 2015, §2.1.6 and the identification of ch. 6: autocorrelations within
+about two standard errors of 0 are not distinguished from 0), with two changes: (1) the
+per-distance variance is pooled beyond the crossing as Bartlett's (1946)
+large-lag approximation does (var r_k ≈ (1/n)(1 + 2 Σ_{v ≤ q} ρ_v²), the same
+for every lag k > q; Box et al. §2.1.6): V_L / n_pairs(k) instead of each
+distance's own block variance, which rests on few blocks (B − 1 degrees of
+freedom, one or two near the window's end) and made the minimum of S / se
+over the tail heavy-tailed on the null (below −5 in 5 % of the seeds, down
+to −33);
+(2) z is a simultaneous bound over the tail, not a pointwise 2: the tail holds
+tens to hundreds of effectively independent distances, and z = 3.5 is the
+one-sided Bonferroni bound at 5 % over about 200 of them (Φ⁻¹(1 − 0.05 / 200)
+= 3.48). Measured on the null (benchmarks/README.md): the zero crossing is
+``within_noise`` in most seeds and its interval is open above in 90–100 %.
+Exact profiles (``noise_se`` None or 0: kernels, translation-invariant tables)
+keep the plain first crossing. Bootstrap replicates apply the same rule with
+the original profile's ``noise_se`` (a replicate within the noise is beyond
+the window, +inf, so the interval is open above). The first minimum keeps its
+own noise rule (``min_rise``, ``min_rise_se``).
+
 :func:`profile_summaries` summarises one profile (a :class:`ProfileSummaries`);
 :func:`summaries_many` the rows of a 2-D array (bootstrap resamples) at once,
 vectorised, returning values and status codes (:class:`SummaryArrays`).
@@ -86,7 +130,7 @@ import pandas as pd
 from .bands import DEFAULT_THRESHOLDS
 
 __all__ = [
-    "MIN_POINTS", "CONDITIONING_DELTA", "ILL_CONDITIONED_SPREAD", "MIN_RISE", "MIN_RISE_SE", "STATUSES",
+    "MIN_POINTS", "CONDITIONING_DELTA", "ILL_CONDITIONED_SPREAD", "MIN_RISE", "MIN_RISE_SE", "CROSSING_Z", "STATUSES",
     "DEGENERATE", "SUMMARY_NAMES", "ProfileSummaries", "SummaryArrays", "profile_summaries", "summaries_many",
     "summary_names", "threshold_name", "check_thresholds",
 ]
@@ -102,13 +146,18 @@ MIN_RISE = 0.05
 #: Default rise after a trough in standard errors of the two means (when ``se`` is given).
 MIN_RISE_SE = 25.0
 
-#: Status codes of :class:`SummaryArrays` (index = code).
-STATUSES = ("ok", "not_reached", "undefined", "too_few_points", "flat", "rising", "no_decay")
+#: Standard errors by which a profile must fall below a level, somewhere at or after its first crossing, for the
+#: crossing to count (one-sided Bonferroni bound at 5 % over ~200 distances; module docstring).
+CROSSING_Z = 3.5
+
+#: Status codes of :class:`SummaryArrays` (index = code; the degenerate ones last, so a row's largest code is its
+#: degenerate status when it has one).
+STATUSES = ("ok", "not_reached", "undefined", "within_noise", "too_few_points", "flat", "rising", "no_decay")
 #: Statuses of a whole profile (every summary of it takes one).
 DEGENERATE = ("too_few_points", "flat", "rising", "no_decay")
 #: The summaries after the threshold crossings, in order.
 SUMMARY_NAMES = ("e_folding_distance", "zero_crossing", "first_minimum", "integral_scale")
-_OK, _NOT_REACHED, _UNDEFINED, _TOO_FEW, _FLAT, _RISING, _NO_DECAY = range(len(STATUSES))
+_OK, _NOT_REACHED, _UNDEFINED, _WITHIN_NOISE, _TOO_FEW, _FLAT, _RISING, _NO_DECAY = range(len(STATUSES))
 _CROSSING_KINDS = ("threshold", "e_folding", "zero")
 
 
@@ -162,6 +211,11 @@ class SummaryArrays:
         S at the first minimum and how far S rises back after it (NaN without one).
     level : ndarray of shape (n_profiles, n_summaries)
         The level each crossing is of (S(0)/e for the e-folding distance; NaN for the others).
+    below_se : ndarray of shape (n_profiles, n_summaries)
+        How far S falls below each crossing's level at or after its first crossing, in standard errors: the
+        largest (L − S(k)) / se_L(k) over k ≥ k₀ (module docstring); a crossing counts when it exceeds
+        ``crossing_z``. NaN without ``noise_se``, without a crossing, and for the first minimum; the integral
+        scale takes the zero crossing's.
     """
 
     names: tuple[str, ...]
@@ -177,6 +231,7 @@ class SummaryArrays:
     first_minimum_depth: np.ndarray
     level: np.ndarray
     reasons: tuple[str, ...] = ()
+    below_se: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
         """The values of one summary over the profiles (NaN where not ok)."""
@@ -201,6 +256,10 @@ class ProfileSummaries:
     ill_conditioned : ndarray of bool
     first_minimum_similarity, first_minimum_depth : float
     max_distance : int
+    below_se : ndarray of shape (n_summaries,)
+        See :class:`SummaryArrays`.
+    crossing_z : float or None
+        The bound the crossings were held to (None: exact profile, plain first crossings).
     """
 
     names: tuple[str, ...]
@@ -216,6 +275,8 @@ class ProfileSummaries:
     first_minimum_similarity: float
     first_minimum_depth: float
     max_distance: int
+    below_se: np.ndarray | None = None
+    crossing_z: float | None = None
 
     def __getitem__(self, name: str) -> float:
         """The value of one summary (NaN when its status is not ok)."""
@@ -236,6 +297,7 @@ class ProfileSummaries:
             "reason": list(self.reason), "crossing": self.crossing, "crossing_low": self.crossing_low,
             "crossing_high": self.crossing_high, "slope": self.slope, "recrossings": self.recrossings,
             "ill_conditioned": self.ill_conditioned,
+            "below_se": self.below_se if self.below_se is not None else np.full(len(self.names), np.nan),
         })
 
     def notes(self) -> str:
@@ -271,7 +333,8 @@ def _interpolated(d: np.ndarray, y: np.ndarray, prev: np.ndarray, index: np.ndar
 
 
 def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=None, min_rise: float = MIN_RISE,
-                   min_rise_se: float = MIN_RISE_SE) -> SummaryArrays:
+                   min_rise_se: float = MIN_RISE_SE, noise_se=None, n_pairs=None,
+                   crossing_z: float = CROSSING_Z) -> SummaryArrays:
     """The model-free summaries of many profiles at once (rows: e.g. bootstrap resamples).
 
     O(n_profiles · n_distances) time and memory; no fitting.
@@ -294,6 +357,19 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
         Cosine similarity: the rise that makes a trough a first minimum, and
         the tolerance of the flat / rising / no-decay tests (module docstring).
     min_rise_se : float
+    noise_se : array_like of shape (n_distances,), optional
+        Standard errors of the mean profile that count the dependence between
+        anchors (:func:`poslab.analysis.bootstrap.block_standard_errors`; NaN
+        where unknown): a crossing counts only when S falls below its level by
+        more than ``crossing_z`` of them (module docstring, "Crossings within
+        the noise"); the same for every row (bootstrap replicates use the
+        original profile's). None, or all zero: exact profiles, plain first
+        crossings.
+    n_pairs : array_like of shape (n_distances,), optional
+        Pairs behind each distance's mean (the pooling weights of ``noise_se``);
+        required with ``noise_se``.
+    crossing_z : float
+        The bound, in standard errors (>= 0; default :data:`CROSSING_Z`).
 
     Returns
     -------
@@ -303,7 +379,8 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     ------
     ValueError
         A threshold outside [−1, 1] (naming the valid range), a distance array
-        that is not increasing, or shapes that do not match.
+        that is not increasing, shapes that do not match, ``noise_se`` without
+        ``n_pairs``, or a negative ``crossing_z``.
     """
     thresholds = check_thresholds(thresholds)
     d = np.asarray(distance, dtype=np.float64)
@@ -315,6 +392,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     if d.size > 1 and np.any(np.diff(d) <= 0):
         raise ValueError("distance must be strictly increasing")
     n_rows, n = y.shape
+    noise = _pooled_noise(noise_se, n_pairs, n, crossing_z)
     names = summary_names(thresholds)
     m = len(names)
     col = {name: i for i, name in enumerate(names)}
@@ -324,7 +402,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
 
     values = np.full((n_rows, m), np.nan)
     status = np.zeros((n_rows, m), dtype=np.int8)
-    crossing, low, high, slope, level_out = (np.full((n_rows, m), np.nan) for _ in range(5))
+    crossing, low, high, slope, level_out, below_se = (np.full((n_rows, m), np.nan) for _ in range(6))
     recross = np.zeros((n_rows, m), dtype=np.int64)
     ill = np.zeros((n_rows, m), dtype=bool)
 
@@ -338,6 +416,9 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
         reached = index >= 0
         values[:, j] = np.where(reached, d[np.maximum(index, 0)], np.nan)
         status[:, j] = np.where(np.isnan(level), _UNDEFINED, np.where(reached, _OK, _NOT_REACHED))
+        if noise is not None:  # a crossing counts only beyond the noise (module docstring)
+            below_se[:, j] = _below_se(y, level, index, *noise)
+            status[:, j] = np.where(reached & ~(below_se[:, j] > crossing_z), _WITHIN_NOISE, status[:, j])
         crossing[:, j] = _interpolated(d, y, prev, index, level)
         lo = _interpolated(d, y, prev, _first_below(y, level + CONDITIONING_DELTA), level + CONDITIONING_DELTA)
         hi = _interpolated(d, y, prev, _first_below(y, level - CONDITIONING_DELTA), level - CONDITIONING_DELTA)
@@ -406,8 +487,10 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     defined = s0 > 0
     values[:, ic] = np.where((z_index > 0) & defined, integral, np.nan)
     status[:, ic] = np.where(~defined, _UNDEFINED, np.where(z_index > 0, _OK, _NOT_REACHED))
+    status[:, ic] = np.where(defined & (status[:, zc] == _WITHIN_NOISE), _WITHIN_NOISE, status[:, ic])
     for name in ("integral_scale",):
         j = col[name]
+        below_se[:, j] = below_se[:, zc]
         recross[:, j], ill[:, j] = recross[:, zc], ill[:, zc]
         crossing[:, j], low[:, j], high[:, j], slope[:, j] = crossing[:, zc], low[:, zc], high[:, zc], slope[:, zc]
 
@@ -416,7 +499,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     bad = degenerate >= 0
     status[bad] = degenerate[bad, None]
     values[bad] = np.nan
-    for a in (crossing, low, high, slope):
+    for a in (crossing, low, high, slope, below_se):
         a[bad] = np.nan
     recross[bad] = 0
     ill[bad] = False
@@ -424,7 +507,49 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     fm_depth = np.where(bad, np.nan, fm_depth)
     values[status != _OK] = np.nan
     return SummaryArrays(names, values, status, crossing, low, high, slope, recross, ill, fm_sim, fm_depth, level_out,
-                         reasons)
+                         reasons, below_se)
+
+
+def _pooled_noise(noise_se, n_pairs, n: int, crossing_z: float):
+    """(weighted variances se² · n_pairs with 0 where unknown, their reverse cumulative sums and counts, n_pairs)
+    for the pooled V_L of the module docstring; None for an exact profile (no ``noise_se``, or all zero)."""
+    if not crossing_z >= 0:
+        raise ValueError(f"crossing_z must be a number >= 0 (standard errors), got {crossing_z!r}")
+    if noise_se is None:
+        return None
+    se = np.asarray(noise_se, dtype=np.float64)
+    if n_pairs is None:
+        raise ValueError("noise_se needs n_pairs (the pairs behind each distance's mean), the pooling weights")
+    pairs = np.asarray(n_pairs, dtype=np.float64)
+    if se.shape != (n,) or pairs.shape != (n,):
+        raise ValueError(f"noise_se and n_pairs must have shape ({n},) like distance, got {se.shape} and "
+                         f"{pairs.shape}")
+    known = np.isfinite(se) & (pairs > 0)
+    if not np.any(se[known] > 0):
+        return None
+    weighted = np.where(known, se**2 * np.where(known, pairs, 0.0), np.nan)
+    # distances whose standard error is unknown (fewer than two blocks hold a pair there, at the window's end) carry
+    # the last known variance per pair forward, as the fits' noise model does
+    last = np.maximum.accumulate(np.where(known, np.arange(n), -1))
+    carried = (pairs > 0) & (last >= 0)
+    weighted = np.where(carried, weighted[np.maximum(last, 0)], 0.0)
+    total = np.cumsum(weighted[::-1])[::-1]
+    count = np.cumsum(carried[::-1])[::-1]
+    return total, count, np.where(pairs > 0, pairs, np.nan)
+
+
+def _below_se(y, level, index, total, count, pairs) -> np.ndarray:
+    """Per row: max over k ≥ k₀ = index of (level − S(k)) / se_L(k), se_L(k)² = V_L / n_pairs(k) (module
+    docstring); NaN where the row has no crossing (index −1) or no known standard error beyond it."""
+    k0 = np.maximum(index, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = np.where(count[k0] > 0, total[k0] / np.maximum(count[k0], 1), np.nan)  # V_L per row
+        se = np.sqrt(v[:, None] / pairs[None, :])
+        t = (level[:, None] - y) / se
+    t = np.where(np.arange(y.shape[1])[None, :] >= k0[:, None], t, np.nan)
+    t = np.where(np.isnan(t), -np.inf, t)
+    best = t.max(axis=1)
+    return np.where((index >= 0) & np.isfinite(best), best, np.where((index >= 0) & (best == np.inf), np.inf, np.nan))
 
 
 def _ffill_state(ab: np.ndarray) -> np.ndarray:
@@ -488,7 +613,8 @@ def _degenerate(d, y, finite, has_min, min_rise) -> tuple[np.ndarray, tuple[str,
 
 
 def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se=None, min_rise: float = MIN_RISE,
-                      min_rise_se: float = MIN_RISE_SE) -> ProfileSummaries:
+                      min_rise_se: float = MIN_RISE_SE, noise_se=None, n_pairs=None,
+                      crossing_z: float = CROSSING_Z) -> ProfileSummaries:
     """The model-free summaries of one profile (module docstring): pure, O(max_distance), no fitting.
 
     Parameters
@@ -503,6 +629,10 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         Standard errors of the means (a first minimum must rise back beyond them); None for exact profiles.
     min_rise, min_rise_se : float
         See :func:`summaries_many`.
+    noise_se, n_pairs : array_like of shape (n_distances,), optional
+        Standard errors counting the dependence between anchors and the pairs behind each mean: a crossing
+        counts only beyond ``crossing_z`` of them (:func:`summaries_many`; module docstring); None: exact.
+    crossing_z : float
 
     Returns
     -------
@@ -526,7 +656,8 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
     if y.ndim != 1:
         raise ValueError(f"similarity must be a 1-D profile, got shape {y.shape}; use summaries_many for many")
     arrays = summaries_many(distance, y[None, :], thresholds=thresholds, se=se, min_rise=min_rise,
-                            min_rise_se=min_rise_se)
+                            min_rise_se=min_rise_se, noise_se=noise_se, n_pairs=n_pairs, crossing_z=crossing_z)
+    exact = _pooled_noise(noise_se, n_pairs, y.size, crossing_z) is None
     d = np.asarray(distance, dtype=float)
     max_distance = int(d[-1]) if d.size else 0
     statuses = tuple(STATUSES[c] for c in arrays.status[0])
@@ -538,6 +669,8 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
             reasons.append(_not_reached_reason(name, arrays.level[0, j], max_distance))
         elif st == "undefined":
             reasons.append("S(0) is not positive: S / S(0) is not defined")
+        elif st == "within_noise":
+            reasons.append(_within_noise_reason(name, arrays, j, crossing_z, max_distance))
         elif arrays.ill_conditioned[0, j]:
             reasons.append(f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
                            f"crossing, and a change of ±{CONDITIONING_DELTA:g} in the level moves that crossing "
@@ -549,7 +682,20 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         crossing=arrays.crossing[0], crossing_low=arrays.crossing_low[0], crossing_high=arrays.crossing_high[0],
         slope=arrays.slope[0], recrossings=arrays.recrossings[0], ill_conditioned=arrays.ill_conditioned[0],
         first_minimum_similarity=float(arrays.first_minimum_similarity[0]),
-        first_minimum_depth=float(arrays.first_minimum_depth[0]), max_distance=max_distance)
+        first_minimum_depth=float(arrays.first_minimum_depth[0]), max_distance=max_distance,
+        below_se=arrays.below_se[0], crossing_z=None if exact else float(crossing_z))
+
+
+def _within_noise_reason(name: str, arrays: SummaryArrays, j: int, crossing_z: float, max_distance: int) -> str:
+    if name == "integral_scale":
+        j = arrays.names.index("zero_crossing")
+        prefix = "it ends at the zero crossing, which is within the noise: "
+    else:
+        prefix = ""
+    below = arrays.below_se[0, j]
+    return (f"{prefix}S first falls below {arrays.level[0, j]:.3g} at {arrays.crossing[0, j]:.1f} but never by more "
+            f"than {crossing_z:g} standard errors up to max_distance {max_distance} (at most {below:.2g}): it falls to "
+            "the noise floor around the level, not significantly below it")
 
 
 def _not_reached_reason(name: str, level: float, max_distance: int) -> str:

@@ -13,8 +13,8 @@ import numpy as np
 
 from .._validation import ListOf, Real
 from ..analysis.bands import DEFAULT_THRESHOLDS
-from ..analysis.summaries import (CONDITIONING_DELTA, ILL_CONDITIONED_SPREAD, MIN_RISE, MIN_RISE_SE,
-                                  profile_summaries)
+from ..analysis.summaries import (CONDITIONING_DELTA, CROSSING_Z, ILL_CONDITIONED_SPREAD, MIN_RISE, MIN_RISE_SE,
+                                  STATUSES, profile_summaries, summaries_many)
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Family, Table
 
@@ -30,7 +30,8 @@ def _parse(text: str) -> float:
     return float(text.replace("m", "-").replace("p", "."))
 
 
-_STATUS = "(empty: see summary_notes; not reached within max_distance, or a degenerate profile)"
+_STATUS = ("(empty: see summary_notes; not reached within max_distance, within the noise (S falls to the level but "
+           "not crossing_z standard errors below it), or a degenerate profile)")
 
 #: The band widths: one summary column per threshold t, the prefix then t with "-" as m and "." as p
 #: (0.9 -> 0p9, -0.5 -> m0p5, 0 -> 0).
@@ -54,7 +55,8 @@ SUMMARY_COLUMNS = (
            heading="minimum"),
     Column("integral_scale", "float", "positions",
            "integral scale: the trapezoidal integral of S(k) / S(0) from 0 to the first zero crossing "
-           "(interpolated; Pope 2000 §6.2); empty when S does not cross 0 within max_distance (not defined there)",
+           "(interpolated; Pope 2000 §6.2); empty when S does not cross 0 within max_distance (not defined there) "
+           "or its zero crossing is within the noise",
            interval=True, console=True, heading="integral"),
 )
 
@@ -66,9 +68,11 @@ SUMMARIES = Table(
         Column("summary", "str", "", "band_width_<t>, e_folding_distance, zero_crossing, first_minimum, "
                "integral_scale", required=True),
         Column("value", "float", "positions", "the summary (empty unless status is ok)", required=True),
-        Column("status", "str", "", "ok; not_reached (within max_distance); undefined (S(0) <= 0); or the "
-               "profile's degenerate status, which every summary of it takes: too_few_points, flat (no decay beyond "
-               "distance 1), rising, no_decay (oscillates without decaying)", required=True),
+        Column("status", "str", "", "ok; not_reached (within max_distance); undefined (S(0) <= 0); within_noise "
+               "(S falls to the noise floor around the level but never crossing_z standard errors below it within "
+               "max_distance; the integral scale: its zero crossing is); or the profile's degenerate status, which "
+               "every summary of it takes: too_few_points, flat (no decay beyond distance 1), rising, no_decay "
+               "(oscillates without decaying)", required=True),
         Column("reason", "str", "", "why it is not a number, or why it is ill-conditioned"),
         Column("crossing", "float", "positions", "a crossing interpolated linearly between the last distance at or "
                "above the level and the first below (the integral scale: its zero crossing)"),
@@ -82,6 +86,10 @@ SUMMARIES = Table(
         Column("ill_conditioned", "bool", "", f"S comes back above the level later in the window and a change of "
                f"±{CONDITIONING_DELTA:g} in the level moves the first crossing by more than "
                f"{ILL_CONDITIONED_SPREAD:.0%} of its value (RoPE's 0.5 crossing)"),
+        Column("below_se", "float", "", "how far S falls below the level at or after its first crossing, in "
+               "standard errors: the largest (level - S(k)) / se(k) there, se(k)^2 the anchor-block variance "
+               "times pairs pooled beyond the crossing, over n_pairs(k); the crossing counts when it exceeds "
+               "crossing_z (empty: exact profile, no crossing, first_minimum)"),
     ),
     always=True,
 )
@@ -106,7 +114,7 @@ class Summaries(Stage):
         Column("summary_notes", "str", "", "every summary that is not a number, with its status and reason, and "
                "every ill-conditioned one ('; '-separated; empty: all are numbers, well conditioned)"),
     )
-    uses = frozenset({"profile"})
+    uses = frozenset({"units", "profile"})
 
     thresholds: tuple[float, ...] = setting(DEFAULT_THRESHOLDS, ListOf(Real(minimum=-1, maximum=1), distinct=True),
                                             "band-width thresholds (cosine similarity levels)")
@@ -117,6 +125,11 @@ class Summaries(Stage):
                                  "... and in standard errors of the two means, max(std, pooled std) / sqrt(n_pairs) "
                                  "(neighbouring distances share positions, so noise reaches many of them; 25 as "
                                  "the envelope's oscillation test)")
+    crossing_z: float = setting(CROSSING_Z, Real(minimum=0),
+                                "a crossing of a level (band widths, e-folding, zero) counts only if the profile falls "
+                                "below the level by more than this many standard errors somewhere at or after its "
+                                "first crossing (anchor-block standard errors pooled beyond it); else within_noise. "
+                                "Exact profiles: the plain first crossing")
 
     def compute(self, ctx: RunContext) -> Output:
         s = ctx.summaries
@@ -138,8 +151,33 @@ def profile_standard_errors(profile) -> np.ndarray | None:
         return np.maximum(profile.std_similarity, pooled) / np.sqrt(profile.n_pairs)
 
 
-def run_summaries(profile, options):
-    """The summaries of one run's profile with the study's settings (RunContext.summaries)."""
+def run_summaries(profile, options, noise_se=None):
+    """The summaries of one run's profile with the study's settings (RunContext.summaries); ``noise_se``: the
+    anchor-block standard errors (None: exact)."""
     return profile_summaries(profile.distance, profile.mean_similarity, thresholds=options.thresholds,
                              se=profile_standard_errors(profile), min_rise=options.min_rise,
-                             min_rise_se=options.min_rise_se)
+                             min_rise_se=options.min_rise_se, noise_se=noise_se, n_pairs=profile.n_pairs,
+                             crossing_z=options.crossing_z)
+
+
+def summariser(profile, options, noise_se=None):
+    """The model-free summaries of resampled profiles (rows) of ``profile``, for bootstrap intervals.
+
+    Returns ``summarise(distance, profiles) -> {name: ndarray of shape (n_rows,)}`` for every summary
+    (:func:`poslab.analysis.summaries.summary_names`): :func:`~poslab.analysis.summaries.summaries_many` with the
+    settings of the run's own summaries (thresholds, ``min_rise``, ``min_rise_se``, ``crossing_z``, the profile's
+    standard errors of the mean as ``se`` and its anchor-block ``noise_se``), so each replicate is the summary the
+    run reports, of a resampled profile. Values: the distance; +inf where not reached within the window or within
+    the noise (beyond what the window confirms); NaN where undefined or the resampled profile is degenerate.
+    """
+    se = profile_standard_errors(profile)
+    beyond = (STATUSES.index("not_reached"), STATUSES.index("within_noise"))
+
+    def summarise(distance, profiles) -> dict:
+        result = summaries_many(distance, profiles, thresholds=options.thresholds, se=se, min_rise=options.min_rise,
+                                min_rise_se=options.min_rise_se, noise_se=noise_se, n_pairs=profile.n_pairs,
+                                crossing_z=options.crossing_z)
+        return {name: np.where(np.isin(result.status[:, j], beyond), np.inf, result.values[:, j])
+                for j, name in enumerate(result.names)}
+
+    return summarise

@@ -242,6 +242,8 @@ class RunContext:
         Decay models fitted to the profile from ``fit_min_distance`` to the fit range's end.
     envelope_fits : DecayFits or None
         Fitted to the upper envelope when the profile oscillates.
+    noise_se : ndarray of shape (max_distance + 1,) or None
+        The profile's anchor-block standard errors (None for a kernel run).
     summaries : poslab.analysis.summaries.ProfileSummaries
         The model-free summaries of the profile (stage ``summaries``).
     bands : poslab.analysis.BandMetrics
@@ -395,10 +397,21 @@ class RunContext:
         return self._fit("envelope")
 
     @functools.cached_property
+    def noise_se(self) -> np.ndarray | None:
+        """Standard errors of the profile counting the dependence between anchors, the row norms of
+        :func:`poslab.analysis.bootstrap.block_noise` (NaN where fewer than two blocks hold a pair), shape
+        (max_distance + 1,); None for a kernel run (exact). A crossing counts only beyond them (stage summaries)."""
+        from ..analysis.bootstrap import block_standard_errors
+
+        if self.kernel is not None:
+            return None
+        return block_standard_errors(self.anchor_blocks)
+
+    @functools.cached_property
     def summaries(self):
         from .bands import run_summaries
 
-        return run_summaries(self.profile, self.options)
+        return run_summaries(self.profile, self.options, self.noise_se)
 
     @functools.cached_property
     def bands(self):
@@ -425,34 +438,11 @@ class RunContext:
                                        correlation_length=self.block_length[1], summarise=self.summarise)
 
     def summarise(self, distance, profiles) -> dict:
-        """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals.
+        """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals:
+        :func:`poslab.stages.bands.summariser` of the run's profile and ``noise_se``."""
+        from .bands import summariser
 
-        :func:`poslab.analysis.summaries.summaries_many` on each row with the settings of the run's own
-        summaries (thresholds, ``min_rise``, ``min_rise_se``, and the profile's standard errors of the mean
-        max(std, pooled std) / sqrt(n_pairs) as ``se``), so each replicate is the summary the run reports, of
-        a resampled profile; every summary but the band widths (the bootstrap makes those itself). Returns
-        {name: ndarray of shape (n_rows,)}: the distance, +inf where not reached within the window, NaN where
-        undefined or the resampled profile is degenerate.
-        """
-        from ..analysis.summaries import MIN_RISE, MIN_RISE_SE, STATUSES, SUMMARY_NAMES, summaries_many
-
-        o, p = self.options, self.profile
-        ok = np.isfinite(p.mean_similarity) & (p.n_pairs > 0)
-        n, std = p.n_pairs[ok].astype(float), p.std_similarity[ok]
-        se = None
-        if n.size and np.any(std > 0):
-            pooled = np.sqrt(np.sum(n * std**2) / np.sum(n))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                se = np.maximum(p.std_similarity, pooled) / np.sqrt(p.n_pairs)
-        result = summaries_many(distance, profiles, thresholds=o.thresholds, se=se,
-                                min_rise=getattr(o, "min_rise", MIN_RISE),
-                                min_rise_se=getattr(o, "min_rise_se", MIN_RISE_SE))
-        not_reached = STATUSES.index("not_reached")
-        out = {}
-        for name in SUMMARY_NAMES:
-            j = result.names.index(name)
-            out[name] = np.where(result.status[:, j] == not_reached, np.inf, result.values[:, j])
-        return out
+        return summariser(self.profile, self.options, self.noise_se)(distance, profiles)
 
     def _release_units(self) -> None:
         """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""

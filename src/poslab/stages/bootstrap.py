@@ -63,7 +63,7 @@ class Bootstrap(Stage):
         Column("n_failed_refits", "Int64", "",
                "resamples whose refit failed (more than max_failed_fraction leave the decay-length interval empty)"),
     )
-    uses = frozenset({"bootstrap"})
+    uses = frozenset({"bootstrap", "summaries"})
     fills_intervals = True
 
     n_resamples: int = setting(N_RESAMPLES, Integer(minimum=0),
@@ -93,6 +93,10 @@ class Bootstrap(Stage):
             column = SUMMARY.column(name)
             if column is not None and column.interval:
                 summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
+        noisy = [name for name, status in zip(ctx.summaries.names, ctx.summaries.status) if status == "within_noise"]
+        for name in noisy:  # the data do not exclude "never crosses" (test inversion): the interval is open above
+            if name + "_ci_high" in summary:
+                summary[name + "_ci_high"] = np.nan
         if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
             summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
