@@ -15,11 +15,12 @@ columns has the exact expectation (for pairs of i.i.d. bivariate normal coordina
 the decay length (the 1/e fall of E[S] from the first fitted distance, 1), each band width (the first
 integer distance where E[S] < t) and every model-free summary, computed by poslab's own function
 (``poslab.analysis.summaries``) on E[S]; a summary E[S] does not reach within the window (its zero
-crossing, hence its integral scale; a first minimum) has no finite truth and is reported apart. The truth depends on dim only through the factor above
-(< 0.2 % at dim 128), so dim is kept small for speed. One study per σ, one run per seed, analysed by
-``poslab run --jobs 1`` (the whole pipeline, default [analysis] settings); printed per σ: how often each
-95 % interval of summary.csv contains the truth, how often there is no interval, and the Wald interval
-of the selected fit (decay_metrics.csv).
+crossing, hence its integral scale; a first minimum) has no finite truth: an interval covers it when it is
+open above (or every replicate lies beyond the window). The truth depends on dim only through the factor
+above (< 0.2 % at dim 128), so dim is kept small for speed. One run per σ and seed, through the run
+pipeline (:class:`poslab.stages.RunContext`, default [analysis] settings: the intervals summary.csv gets);
+printed per σ: how often each 95 % interval contains the truth, how often there is none, how many are open
+above, how many estimates are ``within_noise``, and the Wald interval of the selected fit (decay_metrics.csv).
 """
 
 from __future__ import annotations
@@ -69,18 +70,17 @@ def _member(t: float) -> str:
 
 
 def run_sigma(sigma: float, seeds: int, n: int, dim: int, resamples: int) -> pd.DataFrame:
-    """One row per seed: every estimate and interval of poslab's run pipeline (default settings)."""
+    """One row per seed: every estimate, status and interval of poslab's run pipeline (default settings)."""
     from poslab.encodings import make_encoding
-    from poslab.stages import AnalysisOptions
-    from poslab.study.runner import analyse_table
+    from poslab.stages import AnalysisOptions, RunContext
 
-    options = AnalysisOptions(n_resamples=resamples)
+    options = AnalysisOptions(n_resamples=resamples, thresholds=(0.9, 0.5, 0.0))  # the 0.0 width: a crossing of 0
     encoding = make_encoding("smoothed_random", length_scale=sigma)
     rows = []
     for seed in range(seeds):
         table = encoding.generate(n, dim, rng=np.random.default_rng(seed))  # as a study's run with this seed
-        run = analyse_table(table, max_distance=n - 1, options=options, seed=seed)
-        best, boot = run.fits.selected, run.bootstrap
+        ctx = RunContext(None, n_positions=n, max_distance=n - 1, dim=dim, options=options, seed=seed, table=table)
+        best, boot, summaries = ctx.fits.selected, ctx.bootstrap, ctx.summaries
         row = {"seed": seed, "selected_model": best.model if best else None,
                "selected_status": best.status if best else None,
                "decay_length": best.decay_length if best else math.nan,
@@ -88,29 +88,50 @@ def run_sigma(sigma: float, seeds: int, n: int, dim: int, resamples: int) -> pd.
                "wald_ci_high": best.decay_length_ci[1] if best else math.nan,
                "decay_length_ci_low": boot.decay_length_ci[0], "decay_length_ci_high": boot.decay_length_ci[1],
                "block_length": boot.block_length, "interval_widening": boot.widening}
-        for t, (low, high) in boot.band_widths_ci.items():
+        for name, value, status in zip(summaries.names, summaries.values, summaries.status):
+            row |= {name: value, f"{name}_status": status}
+        for j, (t, (low, high)) in enumerate(boot.band_widths_ci.items()):
             name = f"band_width_{_member(t)}"
-            row |= {name: float(run.bands.width[list(run.bands.threshold).index(t)]),
-                    f"{name}_ci_low": low, f"{name}_ci_high": high}
+            row |= {f"{name}_ci_low": low, f"{name}_ci_high": high,
+                    f"{name}_all_beyond": _all_beyond(boot.band_widths[:, j])}
         for name, (low, high) in boot.summaries_ci.items():
-            row |= {f"{name}_ci_low": low, f"{name}_ci_high": high}
+            row |= {f"{name}_ci_low": low, f"{name}_ci_high": high,
+                    f"{name}_all_beyond": _all_beyond(boot.summaries[name])}
         rows.append(row)
     return pd.DataFrame(rows).set_index("seed")
 
 
+def _all_beyond(replicates) -> bool:
+    """Every replicate that is a number or beyond the window is beyond it (NaN: undefined, left out)."""
+    r = np.asarray(replicates, dtype=float)
+    r = r[~np.isnan(r)]
+    return bool(r.size) and bool(np.all(np.isposinf(r)))
+
+
 def coverage(summary: pd.DataFrame, truth: dict) -> list[dict]:
+    """Per estimand: runs with an interval, runs whose interval contains the truth, and how.
+
+    A truth not reached within the window (NaN) is covered by an interval open above (high end empty: the upper
+    quantile of the replicates lies beyond the window, or the estimate is within the noise) and by "every replicate
+    beyond the window" (no finite replicate, undefined ones left out: the interval is (max_distance, inf), written
+    as no numbers).
+    """
     rows = []
     for name, value in truth.items():
         if f"{name}_ci_low" not in summary:
             continue
         low, high = summary[f"{name}_ci_low"], summary[f"{name}_ci_high"]
-        has = low.notna()
+        beyond = summary.get(f"{name}_all_beyond", pd.Series(False, index=summary.index)).astype(bool)
+        has = low.notna() | beyond
         if math.isnan(value):  # not reached within the window: an interval covers it when open above
             covered = (has & high.isna()).sum()
         else:
-            covered = (has & (low <= value) & (high.isna() | (value <= high))).sum()
+            covered = (low.notna() & (low <= value) & (high.isna() | (value <= high))).sum()
+        status = summary.get(f"{name}_status", pd.Series("", index=summary.index))
         rows.append({"estimand": name, "truth": value, "runs": len(summary), "with_interval": int(has.sum()),
                      "covered": int(covered), "coverage": covered / max(int(has.sum()), 1),
+                     "open_above": int((low.notna() & high.isna()).sum()), "all_beyond": int(beyond.sum()),
+                     "within_noise": int((status == "within_noise").sum()),
                      "median_estimate": summary[name].median() if name in summary else math.nan,
                      "median_width": float((high - low).median())})
     value = truth["decay_length"]
@@ -118,6 +139,7 @@ def coverage(summary: pd.DataFrame, truth: dict) -> list[dict]:
     covered = (has & (summary["wald_ci_low"] <= value) & (value <= summary["wald_ci_high"])).sum()
     rows.append({"estimand": "decay_length (Wald)", "truth": value, "runs": len(summary),
                  "with_interval": int(has.sum()), "covered": int(covered), "coverage": covered / max(int(has.sum()), 1),
+                 "open_above": 0, "all_beyond": 0, "within_noise": 0,
                  "median_estimate": summary["decay_length"].median(),
                  "median_width": float((summary["wald_ci_high"] - summary["wald_ci_low"]).median())})
     return rows

@@ -183,8 +183,10 @@ def _summary_text(summary) -> str:
     is ("-" when empty); a number of a run that failed is "-". An empty
     summary shows why: ``> max_distance`` when it is not reached within the
     window, or the profile's degenerate status (``flat``, ``rising``,
-    ``no_decay``, ``too_few_points``: no summary of that profile is a number);
-    an empty integral scale (no zero crossing within the window) is "-". A
+    ``no_decay``, ``too_few_points``: no summary of that profile is a number),
+    or ``noise`` when it is ``within_noise`` (the profile falls to the level
+    but not beyond its noise; explained under the table); an empty integral
+    scale (no zero crossing within the window) is "-". A
     number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
     no interval) is followed by "(exact)", explained under the table, never
     by a bracket; a summary the run flags ``window_dependent`` is followed by
@@ -200,7 +202,7 @@ def _summary_text(summary) -> str:
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
     exact = summary["ci_method"].eq("exact") if "ci_method" in summary else pd.Series(False, index=summary.index)
     line = {col.name for stage in PIPELINE if stage.positions == "line" for col in stage.summary}
-    rows, starred, on_grid = [], False, False
+    rows, starred, on_grid, noisy = [], False, False, False
     for i, r in summary.iterrows():
         row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
         grid = isinstance(r.get("not_applicable"), str) and NOT_APPLICABLE_GRID in r["not_applicable"]
@@ -223,6 +225,9 @@ def _summary_text(summary) -> str:
                 text = "-"
             elif pd.isna(value) and degenerate and col.beyond_window:
                 text = degenerate
+            elif pd.isna(value) and f"{name}: within_noise" in notes:  # falls to the level, not beyond its noise
+                text = "noise"
+                noisy = True
             elif pd.isna(value) and col.beyond_window:  # never reached within the window
                 text = f"> {r['max_distance']}"
             elif pd.isna(value):
@@ -250,6 +255,9 @@ def _summary_text(summary) -> str:
         text += ("\nn/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
                  "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
                  "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png")
+    if noisy:
+        text += ("\nnoise: the profile falls to the level but never by more than crossing_z standard errors below "
+                 "it within the window (status within_noise, summary_notes): a dip of the noise, not a crossing")
     return text
 
 

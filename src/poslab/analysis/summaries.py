@@ -506,6 +506,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     fm_sim = np.where(bad, np.nan, fm_sim)
     fm_depth = np.where(bad, np.nan, fm_depth)
     values[status != _OK] = np.nan
+    ill[status != _OK] = False  # only a crossing that counts is conditioned well or ill
     return SummaryArrays(names, values, status, crossing, low, high, slope, recross, ill, fm_sim, fm_depth, level_out,
                          reasons, below_se)
 

@@ -246,6 +246,8 @@ class RunContext:
         The profile's anchor-block standard errors (None for a kernel run).
     summaries : poslab.analysis.summaries.ProfileSummaries
         The model-free summaries of the profile (stage ``summaries``).
+    window_analyses : list of poslab.stages.window.WindowAnalysis
+        The summaries at a quarter, half and all of the window, with bootstrap intervals at the smaller ones.
     bands : poslab.analysis.BandMetrics
     bootstrap : poslab.analysis.bootstrap.BootstrapResult or None
         The anchor-block bootstrap (None when ``n_resamples`` is 0).
@@ -414,6 +416,14 @@ class RunContext:
         return run_summaries(self.profile, self.options, self.noise_se)
 
     @functools.cached_property
+    def window_analyses(self):
+        """The run's nested windows with their summaries and (sampled tables) bootstrap intervals:
+        :func:`poslab.stages.window.window_analyses`."""
+        from .window import window_analyses
+
+        return window_analyses(self)
+
+    @functools.cached_property
     def bands(self):
         from ..analysis import band_metrics
 
@@ -432,10 +442,11 @@ class RunContext:
         anchor = self.anchor_blocks
         self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
         rng = np.random.default_rng((o.bootstrap_seed, 0 if self.seed is None else int(self.seed)))
-        return bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
-                                       thresholds=o.thresholds, level=o.ci_level,
-                                       max_failed_fraction=o.max_failed_fraction,
-                                       correlation_length=self.block_length[1], summarise=self.summarise)
+        result = bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
+                                         thresholds=o.thresholds, level=o.ci_level,
+                                         max_failed_fraction=o.max_failed_fraction,
+                                         correlation_length=self.block_length[1], summarise=self.summarise)
+        return open_within_noise(result, self.summaries)
 
     def summarise(self, distance, profiles) -> dict:
         """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals:
@@ -448,6 +459,28 @@ class RunContext:
         """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""
         if "units" in self.__dict__ and not any("units" in s.uses for s in self.pending):
             del self.__dict__["units"]
+
+
+def open_within_noise(result, summaries):
+    """A bootstrap result whose intervals of the summaries ``within_noise`` at the estimate are open above.
+
+    The data then do not exclude that S never falls below the level within the window (the test of
+    :mod:`poslab.analysis.summaries` does not reject it), so by test inversion the confidence set holds "beyond
+    the window": the upper end is left open (NaN) whatever the replicates' upper quantile. Usually the replicates
+    say so already (a replicate within the noise is +inf); this makes the point estimate and its interval agree.
+    """
+    import dataclasses
+
+    from ..analysis.summaries import threshold_name
+
+    noisy = {name for name, status in zip(summaries.names, summaries.status) if status == "within_noise"}
+    if not noisy:
+        return result
+    summaries_ci = {name: (low, np.nan) if name in noisy else (low, high)
+                    for name, (low, high) in result.summaries_ci.items()}
+    band_widths_ci = {t: (low, np.nan) if threshold_name(t) in noisy else (low, high)
+                      for t, (low, high) in result.band_widths_ci.items()}
+    return dataclasses.replace(result, summaries_ci=summaries_ci, band_widths_ci=band_widths_ci)
 
 
 def _exact_bootstrap(ctx: RunContext):

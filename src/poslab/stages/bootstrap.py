@@ -17,20 +17,24 @@ from .schema import Column, Table
 __all__ = ["Bootstrap", "BOOTSTRAP"]
 
 BOOTSTRAP = Table(
-    "bootstrap", "run × resample",
+    "bootstrap", "run × window × resample",
     "The anchor-block bootstrap's replicates (resampled blocks of anchor positions, the same blocks at every "
-    "distance), behind every interval of summary.csv.",
+    "distance), behind every interval of summary.csv (the run's window) and of window_sensitivity.csv (its smaller "
+    "windows).",
     (
+        Column("window", "int", "positions", "largest distance of the resampled profile: the run's max_distance, or "
+               "a smaller nested window of window_sensitivity.csv (a quarter or half; summaries only)",
+               required=True),
         Column("resample", "int", "", "resample index"),
         Column("decay_length", "float", "positions",
-               "the selected model refitted to the resampled profile (empty: no model selected, or the refit "
-               "failed)"),
+               "the selected model refitted to the resampled profile (empty: no model selected, the refit "
+               "failed, or a smaller window: not refitted there)"),
         dataclasses.replace(BAND_WIDTH, dtype="float", interval=False, console=False,
                             description="the resample's band width at threshold t (empty: beyond the window, or "
                                         "undefined: no pair at the window's end)"),
         *(Column(name, "float", "positions", f"the resample's {name.replace('_', ' ')} "
-                 "(poslab.analysis.summaries; empty: not reached within the window, undefined, or the resampled "
-                 "profile is degenerate)") for name in SUMMARY_NAMES),
+                 "(poslab.analysis.summaries; empty: not reached within the window or within the noise, undefined, "
+                 "or the resampled profile is degenerate)") for name in SUMMARY_NAMES),
     ),
 )
 
@@ -63,7 +67,7 @@ class Bootstrap(Stage):
         Column("n_failed_refits", "Int64", "",
                "resamples whose refit failed (more than max_failed_fraction leave the decay-length interval empty)"),
     )
-    uses = frozenset({"bootstrap", "summaries"})
+    uses = frozenset({"bootstrap", "window_analyses"})
     fills_intervals = True
 
     n_resamples: int = setting(N_RESAMPLES, Integer(minimum=0),
@@ -93,20 +97,21 @@ class Bootstrap(Stage):
             column = SUMMARY.column(name)
             if column is not None and column.interval:
                 summary[name + "_ci_low"], summary[name + "_ci_high"] = low, high
-        noisy = [name for name, status in zip(ctx.summaries.names, ctx.summaries.status) if status == "within_noise"]
-        for name in noisy:  # the data do not exclude "never crosses" (test inversion): the interval is open above
-            if name + "_ci_high" in summary:
-                summary[name + "_ci_high"] = np.nan
         if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
             summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
                     "n_resamples": boot.n_resamples,
                     "block_length": boot.block_length, "n_failed_refits": boot.n_failed,
                     "correlation_length": boot.correlation_length, "interval_widening": boot.widening}
-        frame = pd.DataFrame({"resample": np.arange(boot.n_resamples), "decay_length": boot.decay_lengths})
+        frame = pd.DataFrame({"window": ctx.max_distance, "resample": np.arange(boot.n_resamples),
+                              "decay_length": boot.decay_lengths})
         widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)
         for j, t in enumerate(boot.thresholds):
             frame[BAND_WIDTH.member(t)] = widths[:, j]
         for name, values in boot.summaries.items():
             frame[name] = np.where(np.isinf(values), np.nan, values)
+        frames = [pd.DataFrame({"window": w.max_distance, "resample": np.arange(len(next(iter(w.replicates.values())))),
+                                **{name: np.where(np.isinf(v), np.nan, v) for name, v in w.replicates.items()}})
+                  for w in ctx.window_analyses if w.replicates]  # the smaller windows' (summaries only)
+        frame = pd.concat([*frames, frame], ignore_index=True) if frames else frame
         return Output(summary=summary, tables={"bootstrap": frame})

@@ -20,6 +20,21 @@ interval of GPT-2's 0.5 band width at 1024 positions ([92, 101] around 97),
 so smaller moves are within sampling noise; one position, because the
 crossings are integers. A summary reached only at the larger windows is not
 flagged (a larger window sees farther: that is what ``not_reached`` means).
+
+**Intervals at every window.** A sampled table's summaries get bootstrap
+intervals at each smaller window too (``value_ci_low`` / ``_ci_high``; the
+run's own window: summary.csv's): the window's positions are cut into anchor
+blocks of a data-driven length (:func:`poslab.analysis.bootstrap.choose_block_length`
+on the window's rows), resampled with the run's generator seed
+(``default_rng((bootstrap_seed, seed))``, the draws a study of that many
+positions makes), and every resampled profile is summarised with the
+window's own standard errors (:func:`poslab.stages.bands.summariser`), widened
+as the run's (:func:`poslab.analysis.bootstrap.interval_widening`). Their
+replicates are rows of bootstrap.csv with that ``window``, so the comparison
+judges a difference at every common window from paired replicates. No refit
+of the decay models there (the decay length is not compared). Cost: the
+window's anchor-block sums and n_resamples summaries of its profile, about
+(1/4 + 1/2) of the run's own summaries' bootstrap.
 """
 
 from __future__ import annotations
@@ -30,13 +45,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..analysis.summaries import STATUSES, summaries_many
-from .bands import profile_standard_errors
 from .base import Output, RunContext, Stage, register_stage
 from .schema import Column, Table
 
 __all__ = ["WindowSensitivity", "WINDOW_SENSITIVITY", "WINDOW_FRACTIONS", "WINDOW_TOLERANCE", "nested_windows",
-           "window_dependent"]
+           "window_dependent", "WindowAnalysis", "window_analyses"]
 
 #: Fractions of the run's window analysed.
 WINDOW_FRACTIONS = (0.25, 0.5, 1.0)
@@ -55,8 +68,10 @@ WINDOW_SENSITIVITY = Table(
         Column("window", "int", "positions", "largest distance analysed: (max_distance + 1) · fraction - 1",
                required=True),
         Column("summary", "str", "", "the summary (summary.csv's column name)", required=True),
-        Column("value", "float", "positions", "its value at this window (empty unless status is ok)"),
-        Column("status", "str", "", "ok, not_reached, undefined or the profile's degenerate status"),
+        Column("value", "float", "positions", "its value at this window (empty unless status is ok); with its "
+               "anchor-block bootstrap interval at this window for a sampled table at a smaller window (the run's "
+               "own window: summary.csv; exact runs: none; high end empty: beyond the window)", interval=True),
+        Column("status", "str", "", "ok, not_reached, undefined, within_noise or the profile's degenerate status"),
         Column("ill_conditioned", "bool", "", "the crossing is ill-conditioned at this window (summaries.csv)"),
     ),
     keys="short",
@@ -105,6 +120,80 @@ def _truncated(profile, n_positions: int, max_distance: int):
                                n_positions=n_positions)
 
 
+@dataclasses.dataclass(frozen=True)
+class WindowAnalysis:
+    """One nested window of a run: its profile's summaries and, for a sampled table, their bootstrap.
+
+    Attributes
+    ----------
+    fraction : float
+    n_positions, max_distance : int
+        The window (positions analysed, largest distance).
+    summaries : poslab.analysis.summaries.ProfileSummaries
+    replicates : dict of name -> ndarray of shape (n_resamples,)
+        Every summary of each resampled profile (+inf: beyond the window or within the noise; NaN: undefined);
+        empty for the run's own window (the run's bootstrap has them), exact runs and n_resamples = 0.
+    intervals : dict of name -> (low, high)
+        Percentile intervals of ``replicates`` (high NaN: open above).
+    exact : bool
+        No sampling variability (kernel runs; an exactly translation-invariant table).
+    block_length : int or None
+    """
+
+    fraction: float
+    n_positions: int
+    max_distance: int
+    summaries: object
+    replicates: dict = dataclasses.field(default_factory=dict)
+    intervals: dict = dataclasses.field(default_factory=dict)
+    exact: bool = False
+    block_length: int | None = None
+
+
+def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
+    """The run's nested windows, smallest first (module docstring); the last is the run's own (its summaries)."""
+    from ..analysis.bootstrap import (_resample_weights, anchor_block_sums, block_standard_errors, choose_block_length,
+                                      interval_widening, percentile_interval, summary_replicates, _integral)
+    from ..analysis.profile import _similarity_profile
+    from ..analysis.similarity import UnitRows, unit_rows
+    from .bands import run_summaries, summariser
+
+    o = ctx.options
+    out = []
+    for f, n, d in nested_windows(ctx.n_positions, ctx.max_distance):
+        if f == 1:
+            out.append(WindowAnalysis(f, n, d, ctx.summaries, exact=ctx.kernel is not None))
+            continue
+        if ctx.kernel is not None:  # translation invariant: the window's profile is the kernel's, truncated
+            out.append(WindowAnalysis(f, n, d, run_summaries(_truncated(ctx.profile, n, d), o), exact=True))
+            continue
+        units = ctx.units
+        if o.center:  # centred on the window's own mean, as a study of n positions would be
+            units = unit_rows(ctx.table[:n], center=True)
+        else:
+            units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
+        profile = _similarity_profile(units, d, precision=o.precision)
+        length, correlation = choose_block_length(units, d, max_blocks=o.n_blocks)
+        blocks = anchor_block_sums(units, d, length)
+        noise_se = block_standard_errors(blocks)
+        summaries = run_summaries(profile, o, noise_se)
+        exact = not np.nanmax(noise_se, initial=0.0) > 1e-12
+        if exact or not o.n_resamples:
+            out.append(WindowAnalysis(f, n, d, summaries, exact=exact, block_length=length))
+            continue
+        rng = np.random.default_rng((o.bootstrap_seed, 0 if ctx.seed is None else int(ctx.seed)))
+        weights = _resample_weights(blocks.sums.shape[0], o.n_resamples, rng)
+        replicates = summary_replicates(profile.distance.astype(float), blocks.sums, blocks.counts, weights,
+                                        summariser(profile, o, noise_se))
+        widen = interval_widening(blocks.sums.shape[0], o.ci_level, correlation, length)
+        intervals = {name: percentile_interval(v, o.ci_level, integer=_integral(v), widen=widen)
+                     for name, v in replicates.items()}
+        noisy = {name for name, status in zip(summaries.names, summaries.status) if status == "within_noise"}
+        intervals = {name: (low, math.nan) if name in noisy else (low, high) for name, (low, high) in intervals.items()}
+        out.append(WindowAnalysis(f, n, d, summaries, replicates, intervals, False, length))
+    return out
+
+
 @register_stage
 @dataclasses.dataclass(frozen=True)
 class WindowSensitivity(Stage):
@@ -123,29 +212,14 @@ class WindowSensitivity(Stage):
     uses = frozenset({"units", "profile"})
 
     def compute(self, ctx: RunContext) -> Output:
-        from ..analysis.profile import _similarity_profile
-        from ..analysis.similarity import UnitRows, unit_rows
-
-        o = ctx.options
         frames = []
-        for f, n, d in nested_windows(ctx.n_positions, ctx.max_distance):
-            if f == 1:
-                profile = ctx.profile
-            elif ctx.kernel is not None:  # translation invariant: the window's profile is the kernel's, truncated
-                profile = _truncated(ctx.profile, n, d)
-            else:
-                units = ctx.units
-                if o.center:  # centred on the window's own mean, as a study of n positions would be
-                    units = unit_rows(ctx.table[:n], center=True)
-                else:
-                    units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
-                profile = _similarity_profile(units, d, precision=o.precision)
-            s = summaries_many(profile.distance, profile.mean_similarity[None, :], thresholds=o.thresholds,
-                               se=profile_standard_errors(profile), min_rise=o.min_rise, min_rise_se=o.min_rise_se)
+        for w in ctx.window_analyses:
+            s = w.summaries
+            low, high = zip(*(w.intervals.get(name, (math.nan, math.nan)) for name in s.names))
             frames.append(pd.DataFrame({
-                "fraction": f, "window_positions": n, "window": d, "summary": list(s.names),
-                "value": s.values[0], "status": [STATUSES[c] for c in s.status[0]],
-                "ill_conditioned": s.ill_conditioned[0]}))
+                "fraction": w.fraction, "window_positions": w.n_positions, "window": w.max_distance,
+                "summary": list(s.names), "value": s.values, "value_ci_low": low, "value_ci_high": high,
+                "status": list(s.status), "ill_conditioned": s.ill_conditioned}))
         frame = pd.concat(frames, ignore_index=True)
         return Output(summary={"window_dependent": ";".join(window_dependent(frame))},
                       tables={"window_sensitivity": frame})

@@ -34,14 +34,21 @@ uncertainty:
 * an exact label (``ci_method = exact``) has none at any window, except an
   ill-conditioned crossing, which is uncertain by the range a ±0.02 change
   of its level moves it over (``crossing_low`` .. ``crossing_high``);
-* an estimated label has its interval at its own window only (the bootstrap
-  runs there);
-* two estimated labels at their own window: the percentile interval of the
-  paired replicates' differences when ``bootstrap.csv`` holds that summary's
-  replicates (paired by index: the resamples are independent, so this draws
-  from the joint distribution; Schenker & Gentleman 2001 on why this beats
-  asking whether two intervals overlap), else whether the two intervals are
-  disjoint (conservative).
+* an estimated single run has its interval at its own window (summary.csv)
+  and at each smaller nested window (``window_sensitivity.csv``: the
+  anchor-block bootstrap of that window); a label with seeds at its own
+  window only (the seed bootstrap runs there);
+* two estimated labels at a window where ``bootstrap.csv`` holds both
+  labels' replicates of that summary (their own window, or a nested one):
+  the percentile interval of the paired replicates' differences (paired by
+  index: the resamples are independent, so this draws from the joint
+  distribution; Schenker & Gentleman 2001 on why this beats asking whether
+  two intervals overlap), else whether the two intervals are disjoint
+  (conservative).
+
+A summary ``within_noise`` at a window (the profile falls to the level but
+not significantly below it, :mod:`poslab.analysis.summaries`) is no number
+there: the pair is ``not comparable``, with that reason.
 
 The difference counts (``longer`` / ``shorter``) only if it exceeds its
 uncertainty at every common window where the uncertainty is known (at
@@ -227,9 +234,9 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         if ia is None or ib is None:
             exceeds[w] = None
             continue
-        reps_a, reps_b = a.get("replicates", {}).get(name), b.get("replicates", {}).get(name)
-        if (w == a["max_distance"] == b["max_distance"] and not (a["exact"] or b["exact"]) and reps_a is not None
-                and reps_b is not None and min(reps_a.size, reps_b.size)):
+        reps_a, reps_b = _replicates_at(a, name, w), _replicates_at(b, name, w)
+        if (not (a["exact"] or b["exact"]) and reps_a is not None and reps_b is not None
+                and min(reps_a.size, reps_b.size)):
             m = min(reps_a.size, reps_b.size)
             with np.errstate(invalid="ignore"):  # both beyond the window (inf - inf): no difference known, NaN
                 low, high = percentile_interval(reps_a[:m] - reps_b[:m], level)
@@ -249,8 +256,8 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         missing = [f"{r['label']} has none at window {', '.join(map(str, gaps))}" for r in (a, b)
                    if (gaps := [w for w in common if _interval_at(r, name, w, 0.0, "ok") is None])]
         return out | {"verdict": "not comparable", "reason": "no interval of the difference at any common window: "
-                      + "; ".join(missing) + " (a sampled table has intervals at its own window only, from its "
-                      f"bootstrap) ({values})"}
+                      + "; ".join(missing) + " (no bootstrap there: n_resamples = 0, or a label with seeds, whose "
+                      f"seed bootstrap runs at its own window only) ({values})"}
     yes = [w for w, e in judged.items() if e]
     no = [w for w, e in judged.items() if not e]
     if yes and no:
@@ -275,21 +282,53 @@ def _show(value, status, window) -> str:
     return f"> {window}" if status == "not_reached" else f"{value:g}"
 
 
+def _replicates_at(label: dict, name: str, window: int):
+    """A label's bootstrap replicates of a summary at a window (own: ``replicates``; nested:
+    ``window_replicates``), or None."""
+    if window == label["max_distance"]:
+        return label.get("replicates", {}).get(name)
+    return label.get("window_replicates", {}).get(window, {}).get(name)
+
+
 def _interval_at(label: dict, name: str, window: int, value: float, status: str):
     """(low, high) of a label's summary at a window, or None when unknown there (module docstring)."""
+    own = window == label["max_distance"]
+    bootstrapped = own or window in label.get("window_intervals", {})
     if status == "not_reached":
-        low_high = (window + 1.0, math.inf)
-        if label["exact"] or window == label["max_distance"]:
-            return low_high
-        return None
+        return (window + 1.0, math.inf) if label["exact"] or bootstrapped else None
     if label["exact"]:
         return label.get("conditioning", {}).get(name, (value, value))
-    if window != label["max_distance"]:
-        return None
-    low, high = label.get("interval", {}).get(name, (math.nan, math.nan))
+    intervals = label.get("interval", {}) if own else label.get("window_intervals", {}).get(window, {})
+    low, high = intervals.get(name, (math.nan, math.nan))
     if not np.isfinite(low):
         return None
     return low, high if np.isfinite(high) else math.inf
+
+
+def _window_bootstrap(windows: pd.DataFrame | None, boot: pd.DataFrame | None, seed, own: int) -> tuple[dict, dict]:
+    """One run's intervals ({window: {summary: (low, high)}}, from window_sensitivity.csv) and replicates
+    ({window: {summary: ndarray}}, from bootstrap.csv) at its smaller windows."""
+    intervals, replicates = {}, {}
+    if windows is not None and len(windows) and "value_ci_low" in windows:
+        mine = _of_seed(windows, seed)
+        for r in mine[mine["window"] != own].itertuples(index=False):
+            if pd.notna(r.value_ci_low):
+                intervals.setdefault(int(r.window), {})[r.summary] = (float(r.value_ci_low), _number(r.value_ci_high))
+    if boot is not None and len(boot) and "window" in boot:
+        mine = _of_seed(boot, seed)
+        for window, rows in mine[mine["window"] != own].groupby("window"):
+            rows = rows.sort_values("resample")
+            # empty: beyond the window or within the noise (+inf), unless the summary is undefined there
+            replicates[int(window)] = {name: _beyond(rows[name]) for name in rows.columns
+                                       if name in intervals.get(int(window), {})}
+    return intervals, replicates
+
+
+def _beyond(column: pd.Series) -> np.ndarray:
+    """Replicates from bootstrap.csv, an empty one beyond the window (+inf: not reached there or within the noise;
+    the rarer undefined or degenerate resample, also empty, is counted so too, which widens the difference's
+    interval rather than narrowing it)."""
+    return np.where(column.isna(), np.inf, column.to_numpy(dtype=float))
 
 
 def _window_rows(frame: pd.DataFrame | None) -> dict:
@@ -399,8 +438,13 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     if bool(r.ill_conditioned) and np.isfinite(r.crossing_low) and np.isfinite(r.crossing_high):
                         info["conditioning"][r.summary] = (math.ceil(r.crossing_low), math.ceil(r.crossing_high))
             if label in boot:
-                reps = _of_seed(boot[label], run["seed"]).sort_values("resample")
-                info["replicates"] = {name: reps[name].to_numpy(dtype=float) for name in names if name in reps}
+                reps = _of_seed(boot[label], run["seed"])
+                if "window" in reps:  # the run's own window (the smaller ones: window_replicates)
+                    reps = reps[reps["window"] == int(run["max_distance"])]
+                reps = reps.sort_values("resample")
+                info["replicates"] = {name: _beyond(reps[name]) for name in names if name in reps}
+            info["window_intervals"], info["window_replicates"] = _window_bootstrap(
+                windows.get(label), boot.get(label), run["seed"], int(run["max_distance"]))
             fits = _run_fits(metrics.get(label), run["seed"])
             decay = {"value": _number(run.get("decay_length")),
                      "selected_model": run.get("selected_model") or "none", "fit_se": _fit_se(fits),
