@@ -239,9 +239,15 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
                 and min(reps_a.size, reps_b.size)):
             m = min(reps_a.size, reps_b.size)
             with np.errstate(invalid="ignore"):  # both beyond the window (inf - inf): no difference known, NaN
-                low, high = percentile_interval(reps_a[:m] - reps_b[:m], level)
+                diff = reps_a[:m] - reps_b[:m]
+            low, high = percentile_interval(diff, level)
             out |= {"difference_ci_low": low, "difference_ci_high": high}
-            exceeds[w] = bool(low > 0 or high < 0) if np.isfinite(low) and np.isfinite(high) else None
+            diff = diff[~np.isnan(diff)]
+            if diff.size >= min_replicates(level):  # ends beyond the window (±inf) still have a sign
+                q_low, q_high = np.quantile(diff, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+                exceeds[w] = bool(q_low > 0 or q_high < 0)
+            else:
+                exceeds[w] = None
         else:
             exceeds[w] = bool(ia[1] < ib[0] or ib[1] < ia[0])
     values = "; ".join(shown)
