@@ -70,9 +70,28 @@ CASES = [
      _label("b", {255: 20}, interval=(15, 35), replicates=np.linspace(15, 25, 60)[::-1])),
     ("window-dependent", "exceeds its uncertainty at window(s) 255 but not at 511",
      _label("a", {255: 30, 511: 30}, exact=True), _label("b", {255: 20, 511: 30}, exact=True)),
-    # a sampled label has no interval at its smaller windows: judged at its own window only
+    # a sampled label without an interval at a smaller window (no bootstrap there): judged at its own window only
     ("not distinguishable", "within its uncertainty at window(s) 511",
      _label("a", {255: 30, 511: 30}, exact=True), _label("b", {255: 20, 511: 28}, own=511, interval=(25, 31))),
+    # with an interval at its smaller window (window_sensitivity.csv) it is judged there too
+    ("window-dependent", "exceeds its uncertainty at window(s) 511 but not at 255",
+     _label("a", {255: 30, 511: 40}, exact=True),
+     _label("b", {255: 20, 511: 28}, own=511, interval=(25, 31)) | {"window_intervals": {255: {S: (15, 35)}}}),
+    ("longer", "exceeds its uncertainty at window(s) 255, 511",
+     _label("a", {255: 30, 511: 40}, exact=True),
+     _label("b", {255: 20, 511: 28}, own=511, interval=(25, 31)) | {"window_intervals": {255: {S: (18, 22)}}}),
+    # paired replicates at a smaller window (bootstrap.csv rows of that window)
+    ("longer", "exceeds its uncertainty at window(s) 255, 511",
+     _label("a", {255: 30, 511: 30}, interval=(20, 40), replicates=np.linspace(25, 35, 60))
+     | {"window_intervals": {255: {S: (20, 40)}}, "window_replicates": {255: {S: np.linspace(25, 35, 60)}}},
+     _label("b", {255: 20, 511: 20}, interval=(15, 35), replicates=np.linspace(15, 25, 60)[::-1])
+     | {"window_intervals": {255: {S: (15, 35)}}, "window_replicates": {255: {S: np.linspace(15, 25, 60)[::-1]}}}),
+    # within the noise at one window: no sign there, the verdict rests on the others
+    ("shorter", "exceeds its uncertainty at window(s) 1023 (511: noise vs > 511",
+     _label("gpt2", {511: "within_noise", 1023: 164}, interval=(158, 173)),
+     _label("sin", {511: "not_reached", 1023: "not_reached"}, exact=True)),
+    ("not comparable", "one is within the noise",
+     _label("a", {511: "within_noise"}, interval=(NAN, NAN)), _label("b", {511: 100}, exact=True)),
 ]
 
 

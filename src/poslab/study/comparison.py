@@ -9,7 +9,9 @@ Per label, each summary (:mod:`poslab.analysis.summaries`) and its interval come
 
 * **seeds** when the label has several successful runs with different seeds
   (a stochastic encoding): the seeds' profiles are pooled (weighted by pair
-  counts) and summarised, and seeds are resampled with replacement
+  counts) and summarised (a crossing counts beyond the pooled profile's
+  noise with the seeds as clusters, :func:`poslab.analysis.bootstrap.block_noise`),
+  and seeds are resampled with replacement
   (:func:`poslab.analysis.bootstrap.resample_units`), each resampled pooled
   profile summarised again (:func:`poslab.analysis.summaries.summaries_many`);
   percentile intervals;
@@ -47,8 +49,11 @@ uncertainty:
   (conservative).
 
 A summary ``within_noise`` at a window (the profile falls to the level but
-not significantly below it, :mod:`poslab.analysis.summaries`) is no number
-there: the pair is ``not comparable``, with that reason.
+not significantly below it, :mod:`poslab.analysis.summaries`) gives no sign
+there (it may lie anywhere from its first crossing to beyond the window),
+as two summaries both beyond the window do: the verdict rests on the other
+common windows (``noise`` in ``reason``), and is ``not comparable`` if none
+is left.
 
 The difference counts (``longer`` / ``shorter``) only if it exceeds its
 uncertainty at every common window where the uncertainty is known (at
@@ -68,8 +73,9 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import fit_decay
-from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_RESAMPLES,
-                                  bootstrap_units, min_replicates, percentile_interval, resample_units)
+from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FRACTION, N_RESAMPLES, AnchorBlocks,
+                                  block_standard_errors, bootstrap_units, min_replicates, percentile_interval,
+                                  resample_units)
 from ..analysis.decay import MIN_AIC_GAIN
 from ..analysis.summaries import STATUSES, profile_summaries, summaries_many, summary_names
 from .spec import StudyWarning
@@ -219,14 +225,14 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         (va, sa), (vb, sb) = a["windows"][w].get(name, (math.nan, "undefined")), \
             b["windows"][w].get(name, (math.nan, "undefined"))
         bad = [f"{r['label']} is {s} at window {w}" for r, s in ((a, sa), (b, sb))
-               if s not in ("ok", "not_reached")]
+               if s not in ("ok", "not_reached", "within_noise")]
         if bad:
             reason = "; ".join(bad) + ": the summary is no number there"
             return out | {"verdict": "not comparable", "reason": reason}
         shown.append(f"{w}: {_show(va, sa, w)} vs {_show(vb, sb, w)}")
         if w == max(common):
             out |= {"value": va, "other_value": vb, "difference": va - vb}
-        if sa == sb == "not_reached":
+        if sa == sb == "not_reached" or "within_noise" in (sa, sb):  # no sign known at this window
             signs[w] = None
             continue
         signs[w] = 1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))
@@ -253,7 +259,8 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
     values = "; ".join(shown)
     known = {w: sg for w, sg in signs.items() if sg is not None}
     if not known:
-        return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window ({values})"}
+        return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window, or one is within "
+                                                             f"the noise ({values})"}
     if len(set(known.values()) - {0}) > 1:
         return out | {"verdict": "window-dependent", "reason": f"the sign of the difference changes with the window "
                                                                f"({values})"}
@@ -285,7 +292,7 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
 
 
 def _show(value, status, window) -> str:
-    return f"> {window}" if status == "not_reached" else f"{value:g}"
+    return f"> {window}" if status == "not_reached" else "noise" if status == "within_noise" else f"{value:g}"
 
 
 def _replicates_at(label: dict, name: str, window: int):
@@ -400,19 +407,22 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 thresholds=options.thresholds, n_resamples=n_resamples, level=level, seed=_label_seed(label),
                 min_aic_gain=options.min_aic_gain, max_failed_fraction=options.max_failed_fraction)
             enough = math.comb(2 * len(seeds) - 1, len(seeds)) >= min_replicates(level)
+            _, _, _, sums, counts = _pool_seeds(profiles[label])
+            # the pooled profile's noise with the seeds as independent clusters: a crossing counts beyond it
+            noise = {"noise_se": block_standard_errors(AnchorBlocks(sums, counts, 1)), "n_pairs": counts.sum(0),
+                     "crossing_z": options.crossing_z}
             s = profile_summaries(distance, pooled, thresholds=options.thresholds, min_rise=options.min_rise,
-                                  min_rise_se=options.min_rise_se)
+                                  min_rise_se=options.min_rise_se, **noise)
             values = dict(zip(s.names, s.values))
             statuses = dict(zip(s.names, s.status))
             if enough and n_resamples:
-                _, _, _, sums, counts = _pool_seeds(profiles[label])
                 means, _ = resample_units(sums, counts, n_resamples, np.random.default_rng(_label_seed(label)))
                 reps = summaries_many(distance, means, thresholds=options.thresholds, min_rise=options.min_rise,
-                                      min_rise_se=options.min_rise_se)
+                                      min_rise_se=options.min_rise_se, **noise)
+                beyond = np.isin(reps.status, [STATUSES.index("not_reached"), STATUSES.index("within_noise")])
                 for j, name in enumerate(reps.names):
-                    # not reached within the window: beyond any bound (+inf), not left out
-                    info["replicates"][name] = np.where(reps.status[:, j] == STATUSES.index("not_reached"), np.inf,
-                                                        reps.values[:, j])
+                    # not reached within the window, or within the noise: beyond any bound (+inf), not left out
+                    info["replicates"][name] = np.where(beyond[:, j], np.inf, reps.values[:, j])
                     if statuses[name] == "ok":
                         info["interval"][name] = percentile_interval(reps.values[:, j], level,
                                                                      integer=name not in _INTEGER)
