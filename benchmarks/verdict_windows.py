@@ -85,11 +85,13 @@ def main() -> None:
     print(same[f"verdict_{sizes[-1]}"].value_counts().to_string())
     other = table[table["kind"] != "identical"]
     if len(other):
-        print("\nnot identical:")
-        shown = other[[f"verdict_{size}" for size in sizes] + ["kind"] + [f"reason_{size}" for size in sizes]]
-        shown.index = [" / ".join(str(part)[:24] for part in index) for index in shown.index]
-        print(shown.to_string())
-
+        print("\nnot identical (verdict at each size; the reason at the smallest size where it differs from the "
+              "largest):")
+        for index, row in other.iterrows():
+            verdicts_ = [row[f"verdict_{size}"] for size in sizes]
+            first = next(size for size in sizes if row[f"verdict_{size}"] != row[f"verdict_{sizes[-1]}"])
+            print(f"  {' / '.join(map(str, index))}: {' | '.join(verdicts_)} [{row['kind']}]\n"
+                  f"      {first}: {row[f'reason_{first}']}")
 
 if __name__ == "__main__":
     main()
