@@ -196,7 +196,9 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         the label's own included); ``max_distance`` (its own window); ``exact`` (bool: no sampling
         variability); ``interval``: {summary: (low, high)} at its own window (NaN: none; high NaN with low
         finite: beyond the window); ``conditioning``: {summary: (low, high)} of ill-conditioned crossings;
-        ``replicates``: {summary: ndarray} at its own window (optional).
+        ``replicates``: {summary: ndarray} at its own window (optional); ``window_intervals``:
+        {window: {summary: (low, high)}} and ``window_replicates``: {window: {summary: ndarray}} at its smaller
+        nested windows (optional: a sampled single run's, from window_sensitivity.csv and bootstrap.csv).
     name : str
         The summary.
     level : float
