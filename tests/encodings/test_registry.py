@@ -106,7 +106,7 @@ def test_every_declared_column_is_reserved():
         for col in table.columns:
             assert table.name in reserved[col.title]
     assert reserved["decay_length_ci_low"] == ("summary", "decay_metrics")
-    assert reserved["value_ci_low"] == ("comparison",)
+    assert reserved["value_ci_low"] == ("window_sensitivity", "comparison")
 
 
 def test_example_plugin_passes_the_conformance_suite(plugin_path):

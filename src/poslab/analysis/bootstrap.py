@@ -399,7 +399,8 @@ def percentile_interval(values, level: float, *, integer: bool = False, widen: f
     Parameters
     ----------
     values : array_like of shape (n_resamples,)
-        Replicates; NaN entries are left out, +inf counts as beyond any bound.
+        Replicates; NaN entries are left out, +inf counts as beyond any bound (−inf below any: a difference of
+        replicates one of which is beyond the window).
     level : float
         Coverage in (0, 1).
     integer : bool
@@ -424,13 +425,14 @@ def percentile_interval(values, level: float, *, integer: bool = False, widen: f
     if v.size < min_replicates(level) or not np.isfinite(v).any():
         return math.nan, math.nan
     method = "inverted_cdf" if integer else "linear"
-    largest = float(np.max(v[np.isfinite(v)]))
-    v = np.where(np.isposinf(v), _BEYOND, v)  # +inf: beyond any bound (interpolating with inf gives inf - inf)
+    largest, smallest = float(np.max(v[np.isfinite(v)])), float(np.min(v[np.isfinite(v)]))
+    v = np.clip(v, -_BEYOND, _BEYOND)  # ±inf: beyond any bound (interpolating with inf gives inf - inf)
     q = np.quantile(v, [(1 - level) / 2, (1 + level) / 2], method=method)
     q[q > largest] = np.inf  # interpolated towards a replicate beyond the window: beyond it too
+    q[q < smallest] = -np.inf
     if widen != 1.0:
         mid = float(np.quantile(v, 0.5, method=method))
-        if mid <= largest:
+        if smallest <= mid <= largest:
             q = np.array([mid - widen * (mid - q[0]), mid + widen * (q[1] - mid)])
             if integer:
                 q = np.array([math.floor(q[0]), math.ceil(q[1]) if np.isfinite(q[1]) else q[1]])
