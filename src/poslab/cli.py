@@ -110,9 +110,13 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     """
     import pandas as pd
 
-    from .study import default_study_path, load_study, run_study, write_results
+    from .study import default_study_path, load_study, run_study
+    from .study.executors import default_jobs, start_fork_server
+
+    if executor == "processes":  # its imports run on another CPU while this process imports the results writer
+        start_fork_server()
+    from .study import write_results
     from .study.budget import ResourceError, check_resources
-    from .study.executors import default_jobs
     from .study.results import FigureFailedWarning, ResultsExistError, check_writable
     from .study.spec import MAX_RUNS, StudyError
 

@@ -258,15 +258,43 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
     return _say_left_out(fig, note)
 
 
-def _seed_summary(df, has_fit):
-    """Per label and distance: mean and sd across seeds (display only), and the bootstrap band of single runs."""
-    g = df.groupby(["label", "distance"], sort=True)
+def _seed_summary(rows, label):
+    """One label's rows: per distance the mean and sd across its seeds (display only), and the bootstrap band of a
+    single run (that run's rows as they are: no grouping of 10^6 distances).
+
+    Raises ValueError when a run has several rows at one distance (several studies mixed)."""
+    bands = {f"ci_{side}": f"mean_similarity_ci_{side}" for side in ("low", "high")}
+    if rows["seed"].nunique(dropna=False) <= 1:  # one run
+        rows = rows.sort_values("distance", kind="stable")
+        distance = rows["distance"].to_numpy()
+        if np.any(np.diff(distance) == 0):
+            raise ValueError(f"profiles has several rows per (label, seed, distance) for {label!r}, e.g. from several "
+                             "studies; filter it to one study (or give the runs distinct labels) first")
+        mean = rows["mean_similarity"].to_numpy(dtype=float)
+        out = pd.DataFrame({"distance": distance, "mean": mean, "sd": np.nan,
+                            "n_seeds": np.isfinite(mean).astype(int),
+                            "fit": rows["fitted_similarity"].to_numpy(dtype=float)
+                            if "fitted_similarity" in rows else np.nan})
+        for name, col in bands.items():
+            out[name] = rows[col].to_numpy(dtype=float) if col in rows else np.nan
+        return out
+    if rows.duplicated(["seed", "distance"]).any():
+        raise ValueError(f"profiles has several rows per (label, seed, distance) for {label!r}, e.g. from several "
+                         "studies; filter it to one study (or give the runs distinct labels) first")
+    g = rows.groupby("distance", sort=True)
     out = g["mean_similarity"].agg(mean="mean", sd="std", n_seeds="count")
-    out["fit"] = g["fitted_similarity"].mean() if has_fit else np.nan
-    for side in ("low", "high"):
-        col = f"mean_similarity_ci_{side}"
-        out[f"ci_{side}"] = g[col].first() if col in df.columns else np.nan
+    out["fit"] = g["fitted_similarity"].mean() if "fitted_similarity" in rows else np.nan
+    for name, col in bands.items():
+        out[name] = g[col].first() if col in rows else np.nan
     return out.reset_index()
+
+
+def _rows_by_label(frame, labels):
+    """(label, its rows) for each of ``labels``, in that order: one pass over the label column (a groupby of the
+    rows of the labels drawn), not one comparison of every row per label."""
+    rows = frame[frame["label"].isin(labels)]
+    groups = dict(iter(rows.groupby("label", sort=False)))
+    return [(label, groups[label]) for label in labels if label in groups]
 
 
 def _decay_marks(summary, labels):
@@ -395,13 +423,9 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     _check_frame(profiles, _PROFILE_COLUMNS, "profiles")
     labels, note = _first(_select_labels(profiles, labels, "profiles"), MAX_CURVES, "labels' profiles (study order)",
                           "profiles.csv (decay lengths: summary.csv, comparison.csv)")
-    df = profiles[profiles["label"].isin(labels)]
-    if df.duplicated(["label", "seed", "distance"]).any():
-        raise ValueError("profiles has several rows per (label, seed, distance), e.g. from several studies; "
-                         "filter it to one study (or give the runs distinct labels) first")
     marks = _decay_marks(summary, labels)
     scales = kernel_scales(summary)
-    summary = _seed_summary(df, "fitted_similarity" in df.columns)
+    per_label = {label: _seed_summary(rows, label) for label, rows in _rows_by_label(profiles, labels)}
     colours = dict(zip(labels, curve_palette(len(labels))))
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
@@ -409,7 +433,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
     handles, any_band, any_fit, any_ci, decimated = [], False, False, False, False
     for label in labels:
-        s = summary[summary["label"] == label]
+        s = per_label[label]
         colour = colours[label]
         for ax, start in starts.items():
             d = s[s["distance"] >= start]

@@ -76,7 +76,7 @@ import types
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["EXECUTORS", "Outcome", "WorkerLost", "map_unordered", "default_jobs"]
+__all__ = ["EXECUTORS", "Outcome", "WorkerLost", "map_unordered", "default_jobs", "start_fork_server"]
 
 #: Names accepted by ``run_study(executor=...)`` and ``poslab run --executor``.
 EXECUTORS = ("serial", "processes", "dask")
@@ -333,6 +333,12 @@ def _context():
         _start_fork_server()
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def start_fork_server() -> None:
+    """Start the workers' fork server now, so its imports (~1.3 s, benchmarks/README.md) overlap this process's own
+    work instead of delaying the first worker; a no-op where workers are spawned. ``poslab run`` calls it first."""
+    _context()
 
 
 def _start_fork_server() -> None:
