@@ -1,25 +1,39 @@
-"""The exact fast path of translation-invariant encodings, end to end through ``poslab run`` (issue 14 item 3).
-
-Two measurements, each one ``poslab run`` in a fresh process (wall time from
-the command's start to its exit: interpreter start, the analysis, every CSV
-and every figure), run one after the other:
+"""The exact fast path of translation-invariant encodings, end to end (issue 14 item 3): the two targets.
 
 1. **one rotary run at 1,048,576 positions** (rope_theta 500000, rotary_dim
-   128, the default analysis: 200 resamples, figures included); target < 5 s
-   on 2 cores;
+   128, the default analysis, figures included); target < 5 s on 2 cores;
 2. **a sweep of 100 RoPE configurations at 131,072 positions** (25 values of
    rope_theta from 10^3 to 10^7 × default, linear, yarn and llama3 scaling with
-   factor 8), ``--jobs 2``; target < 1 minute.
+   factor 8); target < 1 minute, ``--jobs 2`` (and ``--executor serial`` to
+   compare).
+
+Each is measured twice, in fresh processes:
+
+- **whole process**: ``poslab run STUDY --out DIR --no-progress [--jobs 2]``,
+  wall time from the command's start to its exit (interpreter start, imports,
+  the fork server and its workers, the analysis, every CSV, every figure);
+- **in process**: a fresh Python that imports poslab first, then times
+  ``run_study`` (the analysis, through the same executor), the CSV tables
+  (``poslab.study.results.write_csv``, one per table) and the figures
+  (``write_figures``) one after the other; the import time is printed apart
+  (issue 16's, not the fast path's).
+
+The fixed cost of a ``poslab run``, whatever its size, is measured the same
+way on the same rotary run at 1024 positions (``--only fixed``).
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/kernel_fast_path.py            # both
-    .venv/bin/python benchmarks/kernel_fast_path.py --only one  # the 1M-position run only
+    .venv/bin/python benchmarks/kernel_fast_path.py                 # everything (~8 minutes on 2 CPUs)
+    .venv/bin/python benchmarks/kernel_fast_path.py --only one      # the 1M-position run
+    .venv/bin/python benchmarks/kernel_fast_path.py --only sweep    # the sweep, --jobs 2 and serial
+    .venv/bin/python benchmarks/kernel_fast_path.py --only fixed    # one run at 1024 positions
+    .venv/bin/python benchmarks/kernel_fast_path.py --only csv      # the CSV writers on a 1M-row profile table
 
-Prints the wall time, the peak resident memory of the largest process
-(``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``), the per-run ``seconds``
-of ``summary.csv`` and ``profile_method`` (every run must be ``kernel``).
-Results go to a temporary folder that is removed afterwards.
+Prints the load average before each measurement (every timing depends on
+what else the machine runs), the peak resident memory of the whole-process
+run's largest process, the per-run ``seconds`` of ``summary.csv`` and
+``profile_method`` (every run must be ``kernel``). Results go to temporary
+folders that are removed afterwards.
 """
 
 from __future__ import annotations
@@ -36,16 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-ONE = """
-name = "rotary_1m"
-n_positions = 1048576
-dim = 128
 
-[[encodings]]
-kind = "rotary"
-rope_theta = 500000.0
-rotary_dim = 128
-"""
+def rotary_study(n_positions: int, name: str) -> str:
+    return (f'name = "{name}"\nn_positions = {n_positions}\ndim = 128\n\n'
+            '[[encodings]]\nkind = "rotary"\nrope_theta = 500000.0\nrotary_dim = 128\n')
 
 
 def sweep_study() -> str:
@@ -62,7 +70,43 @@ def sweep_study() -> str:
     return f'name = "rope_sweep"\nn_positions = 131072\ndim = 128\n{entries}'
 
 
-def measure(name: str, study: str, extra: list[str]) -> None:
+#: The in-process measurement, run in a fresh interpreter: argv = study file, results folder, executor, jobs.
+IN_PROCESS = r"""
+import sys, time, warnings
+t0 = time.perf_counter()
+import poslab.study, poslab.study.results
+from poslab.study import load_study, run_study
+from poslab.study.results import figure_title, write_csv, write_figures
+imported = time.perf_counter() - t0
+study, out, executor, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+from pathlib import Path
+Path(out).mkdir(parents=True)
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+result = run_study(load_study(study), progress=False, executor=executor, jobs=jobs)
+analysis = time.perf_counter() - t0
+t0 = time.perf_counter()
+tables = result.tables()
+sizes = []
+for name, frame in tables.items():
+    write_csv(frame, Path(out) / f"{name}.csv")
+    sizes.append((Path(out) / f"{name}.csv").stat().st_size)
+csv = time.perf_counter() - t0
+t0 = time.perf_counter()
+figures = write_figures(tables, out, title=figure_title(tables["summary"]))
+drawn = time.perf_counter() - t0
+rows = {n: len(f) for n, f in tables.items() if len(f) >= 10000}
+print(f"   in process: imports {imported:.2f} s (issue 16, apart); analysis {analysis:.2f} s; CSV {csv:.2f} s "
+      f"({len(tables)} tables, {sum(sizes) / 2**20:.0f} MiB; rows of the large ones: {rows}); figures {drawn:.2f} s "
+      f"({len(figures)}); analysis + CSV + figures = {analysis + csv + drawn:.2f} s")
+"""
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def whole_process(name: str, study: str, extra: list[str]) -> None:
     import pandas as pd
 
     folder = Path(tempfile.mkdtemp(prefix="poslab-bench-"))
@@ -71,37 +115,89 @@ def measure(name: str, study: str, extra: list[str]) -> None:
         poslab = Path(sys.executable).with_name("poslab")
         command = [str(poslab), "run", str(folder / "study.toml"), "--out", str(folder / "out"), "--no-progress",
                    *extra]
+        print(f"## {name}: poslab run STUDY --out DIR --no-progress {' '.join(extra)}   ({load()})", flush=True)
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB, largest child so far
         if done.returncode:
             print(done.stdout[-2000:], done.stderr[-2000:])
             raise SystemExit(f"{name}: poslab run exited with {done.returncode}")
         summary = pd.read_csv(folder / "out" / "summary.csv")
         methods = summary["profile_method"].value_counts().to_dict()
-        written = sorted(p.name for p in (folder / "out").iterdir())
-        print(f"## {name}: {len(summary)} run(s), profile_method {methods}")
-        print(f"   command: poslab run STUDY --out DIR --no-progress {' '.join(extra)}")
-        print(f"   wall time {wall:.2f} s end to end; peak RSS of the largest process {peak:.2f} GiB")
-        print(f"   per-run seconds (summary.csv): median {summary['seconds'].median():.3f}, "
-              f"max {summary['seconds'].max():.3f}")
-        print(f"   written: {', '.join(written)}")
-        print("   console: " + done.stdout.strip().splitlines()[-1])
+        print(f"   whole process: wall time {wall:.2f} s end to end; {len(summary)} run(s), profile_method {methods}; "
+              f"per-run seconds median {summary['seconds'].median():.3f}, max {summary['seconds'].max():.3f}; "
+              f"peak RSS of the largest process so far {peak:.2f} GiB")
+        print("   console: " + done.stdout.strip().splitlines()[-1], flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def in_process(study: str, executor: str = "processes", jobs: int = 2) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="poslab-bench-"))
+    try:
+        (folder / "study.toml").write_text(study)
+        done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(folder / "study.toml"), str(folder / "out"),
+                               executor, str(jobs)], capture_output=True, text=True)
+        if done.returncode:
+            print(done.stdout[-2000:], done.stderr[-2000:])
+            raise SystemExit(f"in-process measurement exited with {done.returncode}")
+        print(done.stdout.rstrip(), f"  ({load()})", flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def csv_writers() -> None:
+    """DataFrame.to_csv against poslab's writer (pyarrow) on a profiles table of 1,048,576 distances (short keys)."""
+    import pandas as pd
+
+    from poslab.study.results import write_csv
+
+    n = 1048576
+    rng = np.random.default_rng(0)
+    d = np.arange(n)
+    frame = pd.DataFrame({"study": "rotary_1m", "label": "rotary(rope_theta=500000, rotary_dim=128)",
+                          "kind": "rotary", "seed": pd.array([pd.NA] * n, dtype="Int64"), "distance": d,
+                          "mean_similarity": np.cos(d * 1e-3) * rng.random(n), "std_similarity": 0.0,
+                          "n_pairs": n - d, "fitted_similarity": rng.random(n), "mean_similarity_ci_low": np.nan,
+                          "mean_similarity_ci_high": np.nan})
+    folder = Path(tempfile.mkdtemp(prefix="poslab-bench-"))
+    try:
+        print(f"## CSV writers, profiles.csv of {n:,} rows x {frame.shape[1]} columns   ({load()})")
+        for name, write in (("DataFrame.to_csv", lambda path: frame.to_csv(path, index=False)),
+                            ("poslab write_csv (pyarrow)", lambda path: write_csv(frame, path))):
+            start = time.perf_counter()
+            write(folder / "t.csv")
+            seconds = time.perf_counter() - start
+            back = pd.read_csv(folder / "t.csv")
+            exact = all(np.array_equal(back[c].to_numpy(float), frame[c].to_numpy(float), equal_nan=True)
+                        for c in ("mean_similarity", "fitted_similarity", "std_similarity"))
+            print(f"   {name}: {seconds:.2f} s, {(folder / 't.csv').stat().st_size / 2**20:.0f} MiB, floats read "
+                  f"back exactly: {exact}", flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("one", "sweep"))
+    parser.add_argument("--only", choices=("one", "sweep", "fixed", "csv"))
     args = parser.parse_args()
-    load = os.getloadavg()[0]
-    print(f"# {os.cpu_count()} CPUs, load average {load:.2f}, numpy {np.__version__}")
+    print(f"# {os.cpu_count()} CPUs, {load()}, Python {sys.version.split()[0]}, numpy {np.__version__}")
+    if args.only in (None, "csv"):
+        csv_writers()
+    if args.only in (None, "fixed"):
+        study = rotary_study(1024, "rotary_1k")
+        whole_process("fixed cost: one rotary run at 1,024 positions", study, [])
+        in_process(study)
     if args.only in (None, "one"):
-        measure("rotary, 1,048,576 positions", ONE, [])
+        study = rotary_study(1048576, "rotary_1m")
+        whole_process("target (a): one rotary run at 1,048,576 positions", study, [])
+        in_process(study)
+        in_process(study, "serial", 1)  # the analysis alone, without the worker's start
     if args.only in (None, "sweep"):
-        measure("100 RoPE configurations, 131,072 positions", sweep_study(), ["--jobs", "2"])
+        whole_process("target (b): 100 RoPE configurations at 131,072 positions", sweep_study(), ["--jobs", "2"])
+        in_process(sweep_study(), "processes", 2)
+        whole_process("(b) the same, in one process", sweep_study(), ["--executor", "serial"])
 
 
 if __name__ == "__main__":
