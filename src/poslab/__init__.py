@@ -2,28 +2,41 @@
 
 The core API is importable from here; studies, results and figures live in
 :mod:`poslab.study` and :mod:`poslab.plots` (which import matplotlib).
+
+Every name is imported on first use (PEP 562 module ``__getattr__``), so
+``import poslab`` and the command line's ``--help`` stay fast: neither loads
+pandas, scipy.stats, scipy.optimize or matplotlib until a function that needs
+them is called.
 """
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .analysis import (  # noqa: E402
-    band_metrics,
-    block_similarity,
-    cosine_similarity,
-    fit_decay,
-    similarity_profile,
-)
-from .encodings import Encoding, available_encodings, make_encoding, register  # noqa: E402
+#: Public name -> the subpackage that defines it.
+_EXPORTS = {
+    "band_metrics": "analysis",
+    "block_similarity": "analysis",
+    "cosine_similarity": "analysis",
+    "fit_decay": "analysis",
+    "similarity_profile": "analysis",
+    "Encoding": "encodings",
+    "available_encodings": "encodings",
+    "make_encoding": "encodings",
+    "register": "encodings",
+}
 
-__all__ = [
-    "Encoding",
-    "__version__",
-    "available_encodings",
-    "band_metrics",
-    "block_similarity",
-    "cosine_similarity",
-    "fit_decay",
-    "make_encoding",
-    "register",
-    "similarity_profile",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,30 +1,46 @@
-"""Analysis: pure functions over a position table or a profile; no plotting, no files."""
+"""Analysis: pure functions over a position table or a profile; no plotting, no files.
 
-from .bands import DEFAULT_THRESHOLDS, BandMetrics, band_metrics
-from .decay import DECAY_MODELS, DecayFit, DecayFits, DecayModel, fit_decay
-from .heatmap import BlockSimilarity, block_similarity
-from .profile import SimilarityProfile, similarity_profile
-from .similarity import InvalidPositionsWarning, UnitRows, cosine_similarity, unit_rows
-from .summaries import ProfileSummaries, profile_summaries, summaries_many
+The names below are imported on first use (PEP 562 module ``__getattr__``),
+so ``import poslab.analysis`` loads neither pandas nor scipy until a function
+that needs them is used.
+"""
 
-__all__ = [
-    "DECAY_MODELS",
-    "DEFAULT_THRESHOLDS",
-    "BandMetrics",
-    "BlockSimilarity",
-    "DecayFit",
-    "DecayFits",
-    "DecayModel",
-    "InvalidPositionsWarning",
-    "ProfileSummaries",
-    "SimilarityProfile",
-    "UnitRows",
-    "band_metrics",
-    "block_similarity",
-    "cosine_similarity",
-    "fit_decay",
-    "profile_summaries",
-    "similarity_profile",
-    "summaries_many",
-    "unit_rows",
-]
+import importlib
+
+#: Public name -> the submodule that defines it.
+_EXPORTS = {
+    "DEFAULT_THRESHOLDS": "bands",
+    "BandMetrics": "bands",
+    "band_metrics": "bands",
+    "DECAY_MODELS": "decay",
+    "DecayFit": "decay",
+    "DecayFits": "decay",
+    "DecayModel": "decay",
+    "fit_decay": "decay",
+    "BlockSimilarity": "heatmap",
+    "block_similarity": "heatmap",
+    "SimilarityProfile": "profile",
+    "similarity_profile": "profile",
+    "InvalidPositionsWarning": "similarity",
+    "UnitRows": "similarity",
+    "cosine_similarity": "similarity",
+    "unit_rows": "similarity",
+    "ProfileSummaries": "summaries",
+    "profile_summaries": "summaries",
+    "summaries_many": "summaries",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

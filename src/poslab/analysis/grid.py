@@ -24,9 +24,12 @@ Distance 0 pairs each point with itself (similarity 1), as in
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: parsing a grid (poslab.encodings) needs none
+    import pandas as pd
 
 from .similarity import unit_rows
 
@@ -117,11 +120,15 @@ class GridSimilarity:
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table: metric, distance, mean_similarity, std_similarity, n_pairs."""
+        import pandas as pd
+
         return pd.DataFrame({"metric": self.metric, "distance": self.distance, "mean_similarity": self.mean_similarity,
                              "std_similarity": self.std_similarity, "n_pairs": self.n_pairs})
 
     def displacement_frame(self) -> pd.DataFrame:
         """Tidy table: dt (empty for 2-D grids), dh, dw, mean_similarity, std_similarity, n_pairs."""
+        import pandas as pd
+
         d = self.displacement
         dt = pd.array(d[:, 0], dtype="Int64") if d.shape[1] == 3 else pd.array([None] * len(d), dtype="Int64")
         return pd.DataFrame({"dt": dt, "dh": d[:, -2], "dw": d[:, -1], "mean_similarity": self.displacement_mean,
@@ -130,6 +137,8 @@ class GridSimilarity:
     def map_frame(self) -> pd.DataFrame:
         """Tidy table of the centre point's similarity map: frame (empty for 2-D grids), row, col,
         reference_frame, reference_row, reference_col, similarity."""
+        import pandas as pd
+
         idx = np.indices(self.grid).reshape(len(self.grid), -1)
         three = len(self.grid) == 3
         n = idx.shape[1]

@@ -38,7 +38,13 @@ def register(cls: type[Encoding]) -> type[Encoding]:
         If another class already holds that kind, or a parameter is named
         like an output column (the tables that have it are named).
     """
-    check_class(cls)
+    if isinstance(cls, type) and cls.__module__.startswith(f"{__package__}."):
+        # a built-in: the conformance suite checks its parameters against the output columns
+        # (tests/encodings/test_generic.py, every built-in); importing the stages here would load pandas
+        # and scipy into every ``import poslab.encodings``, e.g. ``poslab encodings``
+        _check_dataclass(cls)
+    else:
+        check_class(cls)
     stale = [h for h in ("run_info", "run_tables") if any(h in vars(c) for c in cls.__mro__ if c is not object)]
     if stale:  # the hooks of poslab < issue 12: what a study measures is a stage now
         warnings.warn(f"{_qualname(cls)} defines {', '.join(stale)}, which poslab no longer reads: extra summary "
@@ -60,17 +66,22 @@ def check_class(cls) -> None:
     A frozen dataclass subclass of :class:`Encoding` with a ``kind``, and no
     parameter named like an output column.
     """
+    _check_dataclass(cls)
+    clash = {p: tables for p in cls.defaults() if (tables := _column_tables(p))}
+    if clash:
+        named = "; ".join(f"{p} (a column of {', '.join(f'{t}.csv' for t in tables)})" for p, tables in clash.items())
+        raise ValueError(f"{cls.__name__} has parameter(s) named like output columns: {named}. Every parameter "
+                         "becomes a key column of every table, so rename them")
+
+
+def _check_dataclass(cls) -> None:
+    """Raise TypeError unless ``cls`` is a frozen dataclass subclass of :class:`Encoding` with a ``kind``."""
     if not (isinstance(cls, type) and issubclass(cls, Encoding)):
         raise TypeError(f"register expects a subclass of poslab.encodings.Encoding, got {cls!r}")
     if not cls.kind or not isinstance(cls.kind, str):
         raise TypeError(f"{cls.__name__} must set a class attribute kind = 'name'")
     if "__dataclass_fields__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True)")
-    clash = {p: tables for p in cls.defaults() if (tables := _column_tables(p))}
-    if clash:
-        named = "; ".join(f"{p} (a column of {', '.join(f'{t}.csv' for t in tables)})" for p, tables in clash.items())
-        raise ValueError(f"{cls.__name__} has parameter(s) named like output columns: {named}. Every parameter "
-                         "becomes a key column of every table, so rename them")
     if not cls.__dataclass_params__.frozen:
         raise TypeError(f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True), not frozen=False")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.fft
 
 from .base import Encoding, ParameterError, TableCost
 from .registry import register
@@ -107,6 +106,8 @@ class SmoothedRandom(Encoding):
 
     def _sizes(self, n_positions: int) -> tuple[int, int]:
         """(rows of noise drawn, FFT length): n + 2r rows; a real-FFT size >= n + 4r, so no sum wraps around."""
+        import scipy.fft  # here, not at import: poslab.encodings loads without scipy
+
         rows = n_positions + 2 * self.radius
         return rows, scipy.fft.next_fast_len(rows + 2 * self.radius, real=True)
 
@@ -143,6 +144,8 @@ class SmoothedRandom(Encoding):
         return g / g.sum()
 
     def _generate(self, n_positions, dim, rng):
+        import scipy.fft
+
         r = self.radius
         rows, length = self._sizes(n_positions)
         noise = rng.standard_normal((rows, dim))
