@@ -41,3 +41,15 @@ def test_decimation_keeps_every_bin_extreme_against_a_brute_force_loop():
                 values = [y[i] for i in inside]
                 expected |= {inside[int(np.argmin(values))], inside[int(np.argmax(values))]}
         assert set(keep.tolist()) == expected
+
+
+def test_a_labels_rows_are_its_rows_whether_contiguous_or_not():
+    from poslab.plots.core import _LabelRows
+
+    frame = pd.DataFrame({"label": ["a", "a", "b", "b", "b", "c", "a", "c"], "x": range(8)})
+    rows = _LabelRows(frame)
+    assert rows.present == ["a", "b", "c"]
+    for label in ("a", "b", "c"):
+        pd.testing.assert_frame_equal(rows(label), frame[frame["label"] == label])
+    assert len(rows("missing")) == 0 and list(rows("missing").columns) == ["label", "x"]
+    assert rows("b").index.tolist() == [2, 3, 4]  # one block: a slice of the table

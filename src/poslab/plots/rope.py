@@ -12,8 +12,8 @@ from matplotlib.lines import Line2D
 
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
 from ..stages.profile import PROFILES
-from .core import (MAX_CURVES, _check_frame, _finish, _first, _nonempty, _plot_decimated, _select_labels,
-                   curve_palette, study_figure)
+from .core import (MAX_CURVES, _check_frame, _finish, _first, _LabelRows, _nonempty, _plot_decimated,
+                   _select_labels, curve_palette, study_figure)
 
 __all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
            "plot_rope_models", "rope_models_figure"]
@@ -60,9 +60,11 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)
     ax_decay.set_xscale("log")
     handles, decimated = [], False
+    decay_rows, freq_rows = _LabelRows(rope_decay), _LabelRows(inv_freq)
     for label, colour in zip(labels, palette):
-        d = rope_decay[(rope_decay["label"] == label) & (rope_decay["distance"] >= 1)].sort_values("distance")
-        f = inv_freq[inv_freq["label"] == label].sort_values("pair")
+        d = decay_rows(label)
+        d = d[d["distance"] >= 1].sort_values("distance")
+        f = freq_rows(label).sort_values("pair")
         decimated |= _plot_decimated(ax_decay, d["distance"], d["relative_upper_bound"], color=colour, lw=0.9,
                                      alpha=0.9)
         ax_wave.plot(f["pair"], f["wavelength"], color=colour, lw=1.4)
@@ -194,9 +196,11 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, summary: 
     ax_s, ax_b = fig.subplots(1, 2, sharex=True)
     ax_s.set_xscale("log")  # before drawing: the decimation bins geometrically on a log axis
     handles, decimated = [], False
+    profile_rows, decay_rows = _LabelRows(profiles), _LabelRows(rope_decay)
     for label, colour in zip(labels, palette):
-        p = profiles[(profiles["label"] == label) & (profiles["distance"] >= 1)].sort_values("distance")
-        b = rope_decay[(rope_decay["label"] == label)].sort_values("distance")
+        p = profile_rows(label)
+        p = p[p["distance"] >= 1].sort_values("distance")
+        b = decay_rows(label).sort_values("distance")
         decimated |= _plot_decimated(ax_s, p["distance"], p["mean_similarity"], color=colour, lw=1.0, alpha=0.9)
         if len(b):
             at0 = b["relative_upper_bound"].iloc[0] if b["distance"].iloc[0] == 0 else np.nan
