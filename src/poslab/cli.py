@@ -90,7 +90,8 @@ def main():
 @click.argument("study", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder [default: results/<study name>].")
 @click.option("--overwrite", is_flag=True, help="Replace an existing poslab results folder.")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar (on a terminal).")
+@click.option("--progress/--no-progress", default=True,
+              help="Show where the study is on stderr: a bar on a terminal, one line per stage on a pipe or in CI.")
 @click.option("--executor", type=click.Choice(["processes", "serial", "dask"]), default="processes", show_default=True,
               help="Where runs execute: a local process pool, this process, or a Dask cluster.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
@@ -117,6 +118,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
         start_fork_server()
     from .study import write_results
     from .study.budget import ResourceError, check_resources
+    from .study.progress import Progress
     from .study.results import FigureFailedWarning, ResultsExistError, check_writable
     from .study.spec import MAX_RUNS, StudyError
 
@@ -136,6 +138,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     started = time.perf_counter()
     click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     try:
+        progress = Progress(progress)  # on stderr; results and the summary go to stdout
         result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
     except (ImportError, OSError) as exc:  # no poslab[dask], or no scheduler at that address
         raise BadInput(str(exc)) from None
@@ -146,7 +149,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            written = write_results(result, out, overwrite=overwrite)
+            written = write_results(result, out, overwrite=overwrite, progress=progress)
     except ResultsExistError as exc:
         raise BadInput(str(exc)) from None
     except OSError as exc:  # the disk filled up, the folder became read-only: the old result is untouched

@@ -560,7 +560,7 @@ def _spread(profiles) -> float:
     return spread
 
 
-def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
+def _refit_points(fits: DecayFits, y_all, n_all, progress=None) -> tuple[np.ndarray, int]:
     """Refit the selected model to resampled fitted points y_all (pairs n_all), shape (n_resamples, n_points)."""
     best = fits.selected
     reps = np.full(y_all.shape[0], np.nan)
@@ -591,12 +591,14 @@ def _refit_points(fits: DecayFits, y_all, n_all) -> tuple[np.ndarray, int]:
             reps[r] = length if start + length <= end else np.inf  # not reached within the fit range
         except Exception:  # noqa: BLE001 - a failed refit is a NaN replicate, counted
             failed += 1
+        if progress is not None:
+            progress("refits", r + 1, y_all.shape[0])
     return reps, failed
 
 
 def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rng, *, fits: DecayFits, thresholds,
                             level: float = BOOTSTRAP_LEVEL, max_failed_fraction: float = MAX_FAILED_FRACTION,
-                            correlation_length: float = 0.0, summarise=None) -> BootstrapResult:
+                            correlation_length: float = 0.0, summarise=None, progress=None) -> BootstrapResult:
     """The anchor-block bootstrap of one run: :func:`bootstrap_units` over its anchor blocks.
 
     Parameters
@@ -606,7 +608,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     blocks : AnchorBlocks
     n_resamples : int
     rng : numpy.random.Generator
-    fits, thresholds, level, max_failed_fraction, correlation_length, summarise
+    fits, thresholds, level, max_failed_fraction, correlation_length, summarise, progress
         As for :func:`bootstrap_units`.
 
     Returns
@@ -617,13 +619,13 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
     return bootstrap_units(distance, blocks.sums, blocks.counts, n_resamples, rng, fits=fits, thresholds=thresholds,
                            level=level, method="anchor_block", block_length=blocks.block_length,
                            max_failed_fraction=max_failed_fraction, correlation_length=correlation_length,
-                           summarise=summarise)
+                           summarise=summarise, progress=progress)
 
 
 def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: DecayFits, thresholds,
                     level: float = BOOTSTRAP_LEVEL, method: str = "anchor_block", block_length: int | None = None,
                     max_failed_fraction: float = MAX_FAILED_FRACTION, correlation_length: float = 0.0,
-                    summarise=None) -> BootstrapResult:
+                    summarise=None, progress=None) -> BootstrapResult:
     """Band widths, refitted decay lengths and intervals from units (anchor blocks or seeds) resampled with replacement.
 
     Each resample draws the units with replacement (:func:`resample_units`,
@@ -667,6 +669,11 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         of resamples (O(~8 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``. A
         band width it returns (``band_width_<t>``) replaces the plain first crossing of that resample (so a
         crossing within the noise is +inf there too), except where the resample has no pair at the window's end.
+    progress : callable, optional
+        Told how far the work is, for a progress display (the result does not depend on it):
+        ``progress(what, done, total)`` after each piece, ``what`` being ``"distances"`` (the resampled
+        profiles, reduced a chunk of distances at a time: distances done of all), ``"refits"`` (resamples
+        refitted) and ``"summaries"`` (resamples summarised by ``summarise``), in that order.
 
     Returns
     -------
@@ -692,6 +699,8 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             defined[:, ::-1], axis=1)], last_defined)
         spread = max(spread, _spread(chunk))
         low[c0:c1], high[c0:c1] = _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2])
+        if progress is not None:
+            progress("distances", c1, distance.size)
     # a resample that never falls below a threshold but has no pairs at the window's far end (its
     # blocks hold no anchor that far back) says nothing about a width there: undefined, not beyond
     widths[np.isinf(widths) & (last_defined < np.nanmax(np.where(counts.sum(axis=0) > 0, distance, np.nan)))[:, None]] = np.nan
@@ -707,8 +716,9 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             index = np.searchsorted(distance, fits.bin_distance)
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
-        reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts))
-    replicates = summary_replicates(distance, sums, counts, weights, summarise) if summarise is not None else {}
+        reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts), progress)
+    replicates = summary_replicates(distance, sums, counts, weights, summarise, progress=progress) \
+        if summarise is not None else {}
     for j, t in enumerate(thresholds):  # the band widths by the summaries' rule (a crossing within the noise: +inf)
         name = threshold_name(t)
         if name in replicates:
@@ -723,7 +733,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
                                summaries=replicates, summaries_ci=summaries_ci)
 
 
-def summary_replicates(distance, sums, counts, weights, summarise) -> dict:
+def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None) -> dict:
     """The model-free summaries of resampled profiles, a chunk of resamples (~8 MB) at a time.
 
     Parameters
@@ -735,14 +745,19 @@ def summary_replicates(distance, sums, counts, weights, summarise) -> dict:
         How often each unit is drawn in each resample.
     summarise : callable
         ``summarise(distance, profiles) -> {name: ndarray of shape (n_rows,)}``.
+    progress : callable, optional
+        ``progress("summaries", done, n_resamples)`` after each chunk (for a progress display).
 
     Returns
     -------
     dict of name -> ndarray of shape (n_resamples,)
     """
     rows = max(1, _CHUNK_ENTRIES // max(1, distance.size))
-    parts = [summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0])
-             for r0 in range(0, weights.shape[0], rows)]
+    parts = []
+    for r0 in range(0, weights.shape[0], rows):
+        parts.append(summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0]))
+        if progress is not None:
+            progress("summaries", min(r0 + rows, weights.shape[0]), weights.shape[0])
     return {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \
         if parts else {}
 

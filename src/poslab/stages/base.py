@@ -31,6 +31,7 @@ decorated with :func:`register_stage` (README, "Adding an analysis").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from typing import Any, ClassVar
@@ -251,6 +252,9 @@ class RunContext:
     bands : poslab.analysis.BandMetrics
     bootstrap : poslab.analysis.bootstrap.BootstrapResult or None
         The anchor-block bootstrap (None when ``n_resamples`` is 0).
+    progress : poslab.study.progress.Progress or None
+        Where the costly derivations report themselves as steps (:meth:`step`); set by the runner for a run it
+        shows stage by stage, None otherwise.
     """
 
     def __init__(self, encoding, *, n_positions: int, max_distance: int, dim: int, options, seed: int | None = None,
@@ -264,13 +268,27 @@ class RunContext:
         if table is not None:
             self.__dict__["table"] = table
         self.pending: tuple[Stage, ...] = ()  # stages still to run (the runner sets it)
+        self.progress = None  # a poslab.study.progress.Progress (the runner sets it), or None
+
+    def step(self, name: str, total: int | None = None, unit: str = ""):
+        """Report one costly derivation to :attr:`progress` (:meth:`poslab.study.progress.Progress.step`).
+
+        A context manager yielding the step, a callable ``step(what, done, total)`` that analysis functions take as
+        their ``progress`` argument, or None without a reporter.
+        """
+        if self.progress is None:
+            return contextlib.nullcontext()
+        return self.progress.step(name, total, unit)
 
     # ----------------------------------------------------------------- derived
     @functools.cached_property
     def kernel(self):
         if getattr(self.encoding, "kernel", None) is None:  # no encoding (a bare table), or a duck-typed one
             return None
-        kernel = self.encoding.kernel(self.n_positions, self.max_distance, self.dim)
+        with self.step("kernel") as step:
+            kernel = self.encoding.kernel(self.n_positions, self.max_distance, self.dim)
+            if kernel is None and step is not None:
+                step.cancel()  # the encoding has none: nothing to report
         if kernel is not None and kernel.scale == "cosine" and self.options.center:
             return None  # the centred table's similarities are not the kernel's
         return kernel
@@ -289,7 +307,8 @@ class RunContext:
     @functools.cached_property
     def table(self) -> np.ndarray:
         rng = np.random.default_rng(self.seed) if self.seed is not None else None
-        return self.encoding.generate(self.n_positions, self.dim, rng=rng)
+        with self.step("table"):
+            return self.encoding.generate(self.n_positions, self.dim, rng=rng)
 
     @property
     def table_dim(self) -> int | None:
@@ -302,7 +321,9 @@ class RunContext:
     def units(self):
         from ..analysis import unit_rows
 
-        return unit_rows(self.table, center=self.options.center)
+        table = self.table
+        with self.step("unit rows"):
+            return unit_rows(table, center=self.options.center)
 
     @functools.cached_property
     def profile(self):
@@ -311,13 +332,17 @@ class RunContext:
         if self.kernel is not None:
             distance = self.kernel.distance
             n_pairs = self.n_positions - distance
-            return SimilarityProfile(distance=distance, mean_similarity=self.kernel.profile(),
+            with self.step("profile"):
+                mean = self.kernel.profile()
+            return SimilarityProfile(distance=distance, mean_similarity=mean,
                                      std_similarity=np.zeros(distance.size), n_pairs=n_pairs,
                                      n_positions=self.n_positions, center=False, std_pairs=n_pairs)
 
         if not 0 <= self.max_distance < len(self.units.vectors):
             raise ValueError(f"max_distance must be in [0, {len(self.units.vectors)}), got {self.max_distance}")
-        profile = _similarity_profile(self.units, self.max_distance, precision=self.options.precision)
+        units = self.units
+        with self.step("profile"):
+            profile = _similarity_profile(units, self.max_distance, precision=self.options.precision)
         if self.max_distance >= 1 and not np.any(profile.n_pairs[1:] > 0):
             excluded = profile.excluded_positions
             raise ValueError(
@@ -331,7 +356,9 @@ class RunContext:
         """(anchors per block, correlation length): :func:`poslab.analysis.bootstrap.choose_block_length`."""
         from ..analysis.bootstrap import choose_block_length
 
-        return choose_block_length(self.units, self.max_distance, max_blocks=self.options.n_blocks)
+        units = self.units
+        with self.step("block length"):
+            return choose_block_length(units, self.max_distance, max_blocks=self.options.n_blocks)
 
     @functools.cached_property
     def anchor_blocks(self):
@@ -339,7 +366,9 @@ class RunContext:
         data-driven block length: behind the fits' noise and the bootstrap."""
         from ..analysis.bootstrap import anchor_block_sums
 
-        return anchor_block_sums(self.units, self.max_distance, self.block_length[0])
+        units, (length, _) = self.units, self.block_length
+        with self.step("anchor blocks"):
+            return anchor_block_sums(units, self.max_distance, length)
 
     @functools.cached_property
     def profile_noise(self) -> np.ndarray:
@@ -384,7 +413,9 @@ class RunContext:
 
     @functools.cached_property
     def fits(self):
-        return self._fit("profile")
+        _ = self.fit_points, self.fit_range  # derived first: the step times the fits alone
+        with self.step("fits"):
+            return self._fit("profile")
 
     @functools.cached_property
     def envelope_fits(self):
@@ -396,7 +427,8 @@ class RunContext:
             return None
         if not oscillates(y, se=fit_weights(n, s), min_depth=o.oscillation_min_depth, min_se=o.oscillation_min_se):
             return None
-        return self._fit("envelope")
+        with self.step("envelope fits"):
+            return self._fit("envelope")
 
     @functools.cached_property
     def noise_se(self) -> np.ndarray | None:
@@ -442,11 +474,14 @@ class RunContext:
         anchor = self.anchor_blocks
         self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
         rng = np.random.default_rng((o.bootstrap_seed, 0 if self.seed is None else int(self.seed)))
-        result = bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
-                                         thresholds=o.thresholds, level=o.ci_level,
-                                         max_failed_fraction=o.max_failed_fraction,
-                                         correlation_length=self.block_length[1], summarise=self.summarise)
-        return open_within_noise(result, self.summaries)
+        summaries = self.summaries
+        with self.step("bootstrap", o.n_resamples, "resamples") as step:
+            result = bootstrap_anchor_blocks(profile.distance, anchor, o.n_resamples, rng, fits=fits,
+                                             thresholds=o.thresholds, level=o.ci_level,
+                                             max_failed_fraction=o.max_failed_fraction,
+                                             correlation_length=self.block_length[1], summarise=self.summarise,
+                                             progress=step)
+        return open_within_noise(result, summaries)
 
     def summarise(self, distance, profiles) -> dict:
         """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals:

@@ -168,23 +168,24 @@ def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
             out.append(WindowAnalysis(f, n, d, run_summaries(_truncated(ctx.profile, n, d), o), exact=True))
             continue
         units = ctx.units
-        if o.center:  # centred on the window's own mean, as a study of n positions would be
-            units = unit_rows(ctx.table[:n], center=True)
-        else:
-            units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
-        profile = _similarity_profile(units, d, precision=o.precision)
-        length, correlation = choose_block_length(units, d, max_blocks=o.n_blocks)
-        blocks = anchor_block_sums(units, d, length)
-        noise_se = block_standard_errors(blocks)
-        summaries = run_summaries(profile, o, noise_se)
-        exact = not np.nanmax(noise_se, initial=0.0) > 1e-12
-        if exact or not o.n_resamples:
-            out.append(WindowAnalysis(f, n, d, summaries, exact=exact, block_length=length))
-            continue
-        rng = np.random.default_rng((o.bootstrap_seed, 0 if ctx.seed is None else int(ctx.seed)))
-        weights = _resample_weights(blocks.sums.shape[0], o.n_resamples, rng)
-        replicates = summary_replicates(profile.distance.astype(float), blocks.sums, blocks.counts, weights,
-                                        summariser(profile, o, noise_se))
+        with ctx.step(f"window {n} positions", o.n_resamples or None, "resamples") as step:
+            if o.center:  # centred on the window's own mean, as a study of n positions would be
+                units = unit_rows(ctx.table[:n], center=True)
+            else:
+                units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
+            profile = _similarity_profile(units, d, precision=o.precision)
+            length, correlation = choose_block_length(units, d, max_blocks=o.n_blocks)
+            blocks = anchor_block_sums(units, d, length)
+            noise_se = block_standard_errors(blocks)
+            summaries = run_summaries(profile, o, noise_se)
+            exact = not np.nanmax(noise_se, initial=0.0) > 1e-12
+            if exact or not o.n_resamples:
+                out.append(WindowAnalysis(f, n, d, summaries, exact=exact, block_length=length))
+                continue
+            rng = np.random.default_rng((o.bootstrap_seed, 0 if ctx.seed is None else int(ctx.seed)))
+            weights = _resample_weights(blocks.sums.shape[0], o.n_resamples, rng)
+            replicates = summary_replicates(profile.distance.astype(float), blocks.sums, blocks.counts, weights,
+                                            summariser(profile, o, noise_se), progress=step)
         widen = interval_widening(blocks.sums.shape[0], o.ci_level, correlation, length)
         intervals = {name: percentile_interval(v, o.ci_level, integer=_integral(v), widen=widen)
                      for name, v in replicates.items()}

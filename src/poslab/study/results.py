@@ -25,6 +25,7 @@ from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
 from ..plots.core import FigureLimitWarning
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
+from .progress import Progress
 from .runner import TABLES, StudyResult
 
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
@@ -138,7 +139,8 @@ class FigureFailedWarning(UserWarning):
 
 
 def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
-                  failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None) -> list[Path]:
+                  failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None,
+                  progress: Progress | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
 
     Each figure is drawn on its own: one that raises is skipped with a
@@ -149,12 +151,14 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     (:data:`poslab.plots.core.MAX_PANELS` and friends): a
     :class:`~poslab.plots.core.FigureLimitWarning` names it, and ``left_out``
     (file name -> what was left out and which table holds it) records it.
+    ``progress`` shows the figures as they are drawn (:mod:`poslab.study.progress`).
 
     Returns the written paths: none when no run succeeded (nothing to draw).
     """
     folder = Path(folder)
     written = []
-    for filename, draw in STUDY_FIGURES.items():
+    progress = progress if progress is not None else Progress(False)
+    for filename, draw in progress.iterate("figures", STUDY_FIGURES.items(), unit="figures", label=lambda f: f[0]):
         path = folder / filename
         tmp = folder / f"{_FILE_TMP}{filename}"  # keeps the suffix, which picks the format; a stale one is replaced
         try:
@@ -222,7 +226,7 @@ def figure_title(summary: pd.DataFrame) -> str | None:
     return f"{first['study']}: {first['n_positions']} positions, distances up to {first['max_distance']}"
 
 
-def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
+def write_results(result: StudyResult, out, *, overwrite: bool = False, progress: Progress | None = None) -> Path:
     """Write the tables, figures and manifest of ``result`` to the folder ``out``.
 
     Parameters
@@ -232,6 +236,8 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
         The results folder (created; its parent too).
     overwrite : bool
         Replace an existing folder. Without it an existing folder is an error.
+    progress : Progress, optional
+        Shows the tables and the figures as they are written (:mod:`poslab.study.progress`).
 
     Returns
     -------
@@ -245,14 +251,17 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False) -> Path:
     """
     out = check_writable(out, overwrite=overwrite)
     tables = result.tables()
+    progress = progress if progress is not None else Progress(False)
     with AtomicFolder(out, what="results folder") as folder:
         try:
-            for name, frame in tables.items():  # the tables first: a figure can never cost them
+            # the tables first: a figure can never cost them
+            for name, frame in progress.iterate("tables", tables.items(), unit="tables",
+                                                label=lambda t: f"{t[0]}.csv"):
                 write_csv(frame, folder.path / f"{name}.csv")
             failed: dict[str, str] = {}
             left_out: dict[str, str] = {}
             figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed,
-                                    left_out=left_out)
+                                    left_out=left_out, progress=progress)
             meta = manifest(result, [p.name for p in figures], failed, left_out)
             (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         except OSError as exc:  # a full disk, a file size limit: name the user's folder, not the temporary

@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..analysis import BandMetrics, BlockSimilarity, DecayFits, SimilarityProfile
 from ..analysis.bootstrap import BootstrapResult
@@ -23,6 +22,7 @@ from ..stages import SUMMARY, TABLES as SCHEMA, RunContext, build_stages
 from ..stages.schema import RUN_ID, finalize, undeclared
 from .comparison import compare_runs
 from .executors import map_unordered
+from .progress import Progress
 from .spec import AnalysisOptions, Run, StudySpec
 
 __all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
@@ -155,12 +155,16 @@ def _check_output(stage, out) -> None:
                                    "declaration lacks")
 
 
-def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, pd.DataFrame]:
+def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Progress | None = None
+                ) -> dict[str, pd.DataFrame]:
     """Generate one run's table and run every stage of the pipeline on it; return its rows of every table.
 
     Never raises for a failing encoding or stage: the run then has only a
     ``summary`` row with ``status = "failed"`` and the error message.
     A plain function of plain data, so any executor can run it.
+
+    ``progress`` (in this process only) shows the run's stages as they go, with the costly steps inside them
+    (:class:`poslab.study.progress.Progress`): the run is a task whose items are its encoding and its stages.
     """
     keys = _keys(spec, run, param_names)
     t0 = time.perf_counter()
@@ -170,21 +174,31 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str]) -> dict[str, 
     ctx = RunContext(run.encoding, n_positions=run.n_positions, max_distance=run.max_distance, dim=spec.dim,
                      options=spec.analysis, seed=run.seed)
     stages = build_stages(spec.analysis)
+    if progress is not None and progress.enabled:
+        ctx.progress = progress
+    else:
+        progress = Progress(False)
     outputs, not_applicable = [], {}
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, \
+                progress.task(name, total=len(stages) + 1, unit="stages", each=True) as task:
             warnings.simplefilter("always")
-            if ctx.kernel is None:  # generated first: a failing encoding fails the run before any stage
-                ctx.table
+            with task.item("encoding"):
+                if ctx.kernel is None:  # generated first: a failing encoding fails the run before any stage
+                    ctx.table
             for i, stage in enumerate(stages):
                 ctx.pending = stages[i:]
                 why = stage.not_applicable(ctx)
                 if why is not None:  # its columns stay empty; the row says which stages and why
                     not_applicable.setdefault(why, []).append(stage.name)
+                    task.advance()
                 elif stage.applies(ctx):
-                    out = stage.compute(ctx)
+                    with task.item(stage.name):
+                        out = stage.compute(ctx)
                     _check_output(stage, out)
                     outputs.append(out)
+                else:
+                    task.advance()
     except Exception as exc:  # a failed run is a row, not a crash
         row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return {"summary": pd.DataFrame([row])}
@@ -220,8 +234,8 @@ def _lost_run(spec: StudySpec, run: Run, param_names: list[str], error: BaseExce
     return {"summary": pd.DataFrame([row])}
 
 
-def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "processes", jobs: int | None = None,
-              scheduler: str | None = None) -> StudyResult:
+def run_study(spec: StudySpec, *, progress: bool | Progress = True, executor: str = "processes",
+              jobs: int | None = None, scheduler: str | None = None) -> StudyResult:
     """Run every run of ``spec`` and collect the tables.
 
     The tables are the same whichever executor ran the runs: results are put
@@ -232,9 +246,13 @@ def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "proces
     Parameters
     ----------
     spec : StudySpec
-    progress : bool
-        Show a progress bar as runs complete (on a terminal's stderr; hidden
-        for studies shorter than 0.5 s).
+    progress : bool or Progress
+        Report on stderr where the study is (:mod:`poslab.study.progress`: a
+        bar on a terminal, plain lines on a pipe or with ``CI`` set): the
+        runs as they complete, or, for a study of one run executing in this
+        process, its stages with the steps inside them (runs in worker
+        processes report only when they finish); then the cross-run
+        comparison. False: nothing.
     executor : {"processes", "serial", "dask"}
         A local process pool (default), this process, or a Dask cluster; see
         :mod:`poslab.study.executors`.
@@ -255,15 +273,18 @@ def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "proces
         param_names += [p for p in enc.params() if p not in param_names]
     start = time.perf_counter()
     outcomes = [None] * len(runs)
-    work = functools.partial(execute_run, spec, param_names=param_names)
-    # disable=None: no bar when stderr is not a terminal (logs, pipes)
-    bar = tqdm(total=len(runs), desc=spec.name, unit="run", disable=None if progress else True, delay=0.5, leave=False)
-    for index, outcome in map_unordered(work, runs, executor=executor, jobs=jobs, scheduler=scheduler):
-        outcomes[index] = outcome
-        run = runs[index]
-        bar.set_postfix_str(run.label if run.seed is None else f"{run.label} seed {run.seed}", refresh=False)
-        bar.update()
-    bar.close()
+    progress = progress if isinstance(progress, Progress) else Progress(bool(progress))
+    if len(runs) == 1 and executor == "serial" and progress.enabled:  # in this process: its stages, as they go
+        work = functools.partial(execute_run, spec, param_names=param_names, progress=progress)
+        for index, outcome in map_unordered(work, runs, executor=executor):
+            outcomes[index] = outcome
+    else:
+        work = functools.partial(execute_run, spec, param_names=param_names)
+        with progress.task("runs", total=len(runs), unit="runs") as task:
+            for index, outcome in map_unordered(work, runs, executor=executor, jobs=jobs, scheduler=scheduler):
+                outcomes[index] = outcome
+                run = runs[index]
+                task.advance(item=run.label if run.seed is None else f"{run.label} seed {run.seed}")
     collected: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
     timings: dict[str, float] = {}
     for run, outcome in zip(runs, outcomes):  # in run order, whatever order they completed in
@@ -274,6 +295,8 @@ def run_study(spec: StudySpec, *, progress: bool = True, executor: str = "proces
         timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
             frames["summary"]["seconds"].iloc[0])
     timings["total"] = time.perf_counter() - start
-    tables = {name: finalize(frames, SCHEMA[name], param_names, spec.analysis) for name, frames in collected.items()}
-    tables.update(compare_runs(tables, spec))  # cross-run: seed bootstrap, comparison tables
+    with progress.task("comparison"):
+        tables = {name: finalize(frames, SCHEMA[name], param_names, spec.analysis)
+                  for name, frames in collected.items()}
+        tables.update(compare_runs(tables, spec))  # cross-run: seed bootstrap, comparison tables
     return StudyResult(spec=spec, frames=tables, timings=timings)
