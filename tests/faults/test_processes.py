@@ -308,3 +308,27 @@ def test_a_lost_dask_worker_is_one_failed_item():
     assert [i for i, o in out.items() if o.error is not None] == [3]
     assert "KilledWorker" in type(out[3].error).__name__ or "died" in str(out[3].error)
     assert all(out[i].value[0] == i for i in (0, 1, 2, 4))  # the nanny's new worker ran the rest
+
+
+@pytest.mark.parametrize("phase", ["stages", "figures"])
+def test_interrupt_with_progress_on_leaves_nothing(tmp_path, poslab, phase):
+    """Progress on (the default; a pipe: plain lines): Ctrl-C during a single run's stages (in this process, serial)
+    or while the figures are drawn exits 130 with nothing half-written, no traceback and no bar junk."""
+    sleep, slow = (60.0, False) if phase == "stages" else (0.0, True)
+    study = tmp_path / "one.toml"
+    study.write_text(STUDY.format(seconds=sleep).replace("seeds = [0, 1, 2, 3]", "seeds = [0]"))
+    p = poslab(["run", study, "--out", tmp_path / "res", "--executor", "serial"], slow_figure=slow)
+    if phase == "stages":
+        wait_for(p.started, 30, "the run to start")
+    else:
+        wait_for(lambda: (p.dir / "drawing").exists(), 60, "poslab to draw its figures")
+    os.killpg(p.process.pid, signal.SIGINT)
+    status, output = p.finish(20)
+    assert status == 130, output
+    assert "Traceback" not in output and "\r" not in output, output
+    assert "interrupted; nothing half-written was left behind" in output
+    if phase == "figures":  # the stages and the tables were reported, the unfinished figures were not
+        assert "fault seed 0: heatmap " in output and "tables: " in output
+        assert "figures: " not in output
+    assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []
+    assert not (tmp_path / "res").exists()
