@@ -151,7 +151,8 @@ class _Task:
             self.progress._changed(count=True)
 
     def status(self) -> str:
-        count = f" {self.done}/{self.total}" if self.total else ""
+        count = f" {self.done}/{self.total}{' ' + self.unit if self.unit and self.unit != self.name else ''}" \
+            if self.total else ""
         where = ": ".join(([self.current] if self.current else []) + [s.status() for s in self.progress._steps])
         return f"{self.name}:{count} after {time.perf_counter() - self.start:.0f} s{', ' + where if where else ''}"
 
