@@ -198,3 +198,17 @@ def test_kernel_monotonicity_by_prefix_equals_ranking_every_row():
         rho, v, p = _block_monotonicity(rows, np.arange(1, w + 1)[None, :] <= lengths[:, None])
         expected = _pooled_monotonicity([rho], v, p)
         np.testing.assert_allclose(_prefix_monotonicity(q, lengths), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_dominance_merge_equals_brute_force():
+    """_dominance's merge counts equal the double loop: #{n < m: key_n < key_m}, Σ_{n < m: key_n > key_m} (n + 1)."""
+    from poslab.analysis.properties import _dominance
+
+    rng = np.random.default_rng(11)
+    for w in (1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 100, 257):
+        key = rng.permutation(w).astype(np.int64)
+        below, above = _dominance(key)
+        expected_below = [sum(key[n] < key[m] for n in range(m)) for m in range(w)]
+        expected_above = [float(sum(n + 1 for n in range(m) if key[n] > key[m])) for m in range(w)]
+        np.testing.assert_array_equal(below, expected_below)
+        np.testing.assert_array_equal(above, expected_above)

@@ -305,7 +305,9 @@ def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Bottom-up merge over blocks of positions: at each level every element of
     a right block counts the elements of its left neighbour (sorted, with the
-    cumulative sum of their 1-based positions) below and above it.
+    cumulative sum of their 1-based positions) below and above it; the pairs
+    of sorted halves are then merged by one stable sort of the whole array
+    keyed by (block, key) (two sorted runs per block).
     """
     w = key.size
     size = 1 << max(0, (w - 1).bit_length())
@@ -333,10 +335,8 @@ def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         targets = h[:, 1, :].ravel()
         below[targets] += count
         above_sum[targets] += total_left - upto
-        order = np.argsort(v.reshape(nb, 2 * s), axis=1, kind="stable")
-        vals = np.take_along_axis(v.reshape(nb, 2 * s), order, axis=1).ravel()
-        pos = np.take_along_axis(p.reshape(nb, 2 * s), order, axis=1).ravel()
-        home = np.take_along_axis(h.reshape(nb, 2 * s), order, axis=1).ravel()
+        order = np.argsort(vals + np.repeat(np.arange(nb, dtype=np.int64) * big, 2 * s), kind="stable")
+        vals, pos, home = vals[order], pos[order], home[order]
         s *= 2
     return below[:w], above_sum[:w]
 

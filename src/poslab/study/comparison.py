@@ -158,6 +158,13 @@ def _by_label(frame) -> dict:
     return dict(tuple(frame.groupby("label", sort=False)))
 
 
+def _of_labels(frame, labels) -> pd.DataFrame | None:
+    """The rows of ``frame`` whose label is one of ``labels`` (None when there are none)."""
+    if frame is None or not len(labels) or "label" not in frame:
+        return None
+    return frame[frame["label"].isin(labels)]
+
+
 def _of_seed(frame: pd.DataFrame, seed) -> pd.DataFrame:
     return frame[(frame["seed"] == seed) if pd.notna(seed) else frame["seed"].isna()]
 
@@ -389,11 +396,14 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     options = spec.analysis
     names = summary_names(options.thresholds)
     n_resamples, level = int(options.n_resamples), float(options.ci_level)
-    profiles, boot, metrics, summaries, windows = (
-        _by_label(tables.get(name)) for name in ("profiles", "bootstrap", "decay_metrics", "summaries",
-                                                 "window_sensitivity"))
-    rows, labels = [], []
+    boot, metrics, summaries, windows = (
+        _by_label(tables.get(name)) for name in ("bootstrap", "decay_metrics", "summaries", "window_sensitivity"))
+    # only a label with several seeds pools its runs' profiles (the largest table: a row per run and distance)
+    seeded = ok["seed"].notna().groupby(ok["label"], sort=False).sum()
+    profiles = _by_label(_of_labels(tables.get("profiles"), seeded.index[seeded >= 2]))
+    rows, labels, kinds = [], [], {}
     for label, runs in ok.groupby("label", sort=False):
+        kinds[label] = runs["kind"].iloc[0]
         base = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
                 "max_distance": int(runs["max_distance"].max())}
         base["kernel"] = runs["kernel"].iloc[0] if "kernel" in runs and isinstance(runs["kernel"].iloc[0], str) \
@@ -497,8 +507,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         na_position="last", kind="stable").drop(columns="_order").reset_index(drop=True)
     pairs = []
     for a, b in itertools.combinations(labels, 2):
-        kind_a = ok.loc[ok["label"] == a["label"], "kind"].iloc[0]
-        kind_b = ok.loc[ok["label"] == b["label"], "kind"].iloc[0]
+        kind_a, kind_b = kinds[a["label"]], kinds[b["label"]]
         for name in names:
             verdict = summary_verdict(a, b, name, level=level)
             pairs.append({"study": spec.name, "label": a["label"], "kind": kind_a, "seed": pd.NA,
