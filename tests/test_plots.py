@@ -78,7 +78,7 @@ def test_heatmaps_explicit_seed_labels_order_and_wrapping(heatmaps):
     fig = plot_similarity_heatmaps(df, labels=[long, "random"], seed=7)
     panels = [ax for ax in fig.axes if ax.get_images()]
     assert len(panels) == 2
-    assert "\n" in panels[0].get_title() and panels[0].get_title().replace("\n", " ") == long
+    assert "\n" in panels[0].get_title() and panels[0].get_title().replace("\n", " ") == long + " 8 × 8 block means"
     assert "seed 7" in panels[1].get_title()
     np.testing.assert_allclose(panels[1].get_images()[0].get_array(), _analytic(3.0, seed=7), atol=1e-12)
     with pytest.raises(ValueError, match="seed must be"):
@@ -138,7 +138,7 @@ def test_decay_curves_axes_means_and_fits(profiles):
         assert np.isclose(band.max(), (expected[1:] + sd).max()) and np.isclose(band.min(), (expected[1:] - sd).min())
         assert any(np.allclose(ln.get_ydata(), 0) and ln.get_linestyle() == "-" for ln in ax.get_lines()
                    if ln.get_label().startswith("_"))  # zero reference line
-    (legend,) = fig.legends
+    (legend,) = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]  # beside the right panel
     texts = [t.get_text() for t in legend.get_texts()]
     assert texts[:3] == ["sinusoidal", "learned", "random"] and any("dashed" in t for t in texts)
     colours = [h.get_color() for h in legend.legend_handles[:3]]
@@ -151,7 +151,7 @@ def test_decay_curves_min_distance_labels_and_validation(profiles):
     assert _lines(ax_lin, "random", "-")[0].get_xdata()[0] == 0
     assert _lines(ax_log, "random", "-")[0].get_xdata()[0] == 1  # no distance 0 on a log axis
     assert _lines(ax_lin, "learned", "-") == []
-    assert not any("dashed" in t.get_text() for t in fig.legends[0].get_texts())
+    assert not any("dashed" in t.get_text() for t in fig.axes[-1].get_legend().get_texts())
     with pytest.raises(ValueError, match="distance"):
         plot_decay_curves(profiles.drop(columns=["distance"]))
     with pytest.raises(ValueError, match="several rows"):

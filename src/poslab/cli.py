@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
+import textwrap
 import time
 import warnings
 from pathlib import Path
@@ -136,7 +137,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     except (StudyError, ResourceError, ResultsExistError, OSError) as exc:
         raise BadInput(str(exc)) from None
     started = time.perf_counter()
-    click.echo(f"study {spec.name}: {len(runs)} runs, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
+    click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     try:
         progress = Progress(progress)  # on stderr; results and the summary go to stdout
         result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
@@ -250,7 +251,7 @@ def _summary_text(summary) -> str:
                 starred = True
             row[heading] = text
         rows.append(row)
-    text = pd.DataFrame(rows).to_string(index=False)
+    table, text = _wrap_table(pd.DataFrame(rows)), ""
     if (exact & summary["status"].eq("ok")).any():
         text += ("\n(exact): the table is exactly translation invariant, or the run is a kernel computed exactly by "
                  "distance, so resampling positions changes nothing: no sampling variability and no interval "
@@ -265,7 +266,38 @@ def _summary_text(summary) -> str:
     if noisy:
         text += ("\nnoise: the profile falls to the level but never by more than crossing_z standard errors below "
                  "it within the window (status within_noise, summary_notes): a dip of the noise, not a crossing")
-    return text
+    notes = [textwrap.fill(note, _WIDTH, subsequent_indent="  ", break_long_words=False)
+             for note in text.split("\n")[1:]]  # the notes under the table, each wrapped
+    return "\n".join([table, *notes])
+
+
+#: Console width the summary table is wrapped to.
+_WIDTH = 80
+
+
+def _wrap_table(frame, width: int = _WIDTH) -> str:
+    """A text table in blocks of columns at most ``width`` wide, each repeating the run column; labels longer
+    than 24 characters are numbered, with a key of the full labels above the table."""
+    import pandas as pd
+
+    key = []
+    if frame["label"].map(len).max() > 24:
+        numbers = {label: i + 1 for i, label in enumerate(dict.fromkeys(frame["label"]))}
+        key = [textwrap.fill(f"{n:>2}  {label}", width, subsequent_indent="    ", break_long_words=False)
+               for label, n in numbers.items()]
+        frame = frame.assign(label=frame["label"].map(numbers)).rename(columns={"label": "run"})
+    ids = [c for c in frame.columns[:2]]
+    wide = {c: max(len(str(c)), frame[c].astype(str).map(len).max()) + 1 for c in frame.columns}
+    blocks, block = [], []
+    fixed = sum(wide[c] for c in ids)
+    for column in frame.columns[2:]:
+        if block and fixed + sum(wide[c] for c in block) + wide[column] > width:
+            blocks.append(block)
+            block = []
+        block.append(column)
+    blocks.append(block)
+    tables = [pd.DataFrame(frame[ids + b]).to_string(index=False) for b in blocks]
+    return "\n".join(key + ([""] if key else []) + ["\n\n".join(tables)])
 
 
 @main.command()
@@ -317,10 +349,10 @@ def plot(results):
     missing or cannot be read.
     """
     from .study import read_results, write_figures
-    from .study.results import FIGURES, figure_title, read_manifest, record_figures
+    from .study.results import FIGURES, figure_settings, figure_title, read_manifest, record_figures
 
     try:
-        read_manifest(results)  # a broken manifest is refused before anything is touched
+        settings = figure_settings(read_manifest(results), str(results / "manifest.json"))  # refused before anything
         tables = read_results(results)
     except (OSError, ValueError) as exc:
         raise BadInput(str(exc)) from None
@@ -329,7 +361,7 @@ def plot(results):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         written = write_figures(tables, results, title=figure_title(tables["summary"]), failed=failed,
-                                left_out=left_out)
+                                left_out=left_out, settings=settings)
     for w in caught:
         warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     stale = [name for name in FIGURES if name not in {p.name for p in written} and (results / name).exists()]

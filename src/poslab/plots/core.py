@@ -10,7 +10,9 @@ build in threads and in scripts without a display.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 import sys
 import textwrap
 import warnings
@@ -30,7 +32,53 @@ from ..stages.heatmap import HEATMAPS
 from ..stages.profile import PROFILES
 
 __all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES",
-           "FIGURE_TABLES", "FigureLimitWarning", "MAX_PANELS", "MAX_CURVES", "MAX_ROWS", "MAX_GRID_TABLES"]
+           "FIGURE_TABLES", "FigureLimitWarning", "MAX_PANELS", "MAX_CURVES", "MAX_ROWS", "MAX_GRID_TABLES",
+           "FigureSettings", "FORMATS", "WIDTHS", "MIN_FONT_POINTS", "short_labels", "print_figure"]
+
+#: File formats a study's ``[figures] formats`` may name (vector PDF and SVG for papers, PNG for screens).
+FORMATS = ("png", "pdf", "svg")
+#: Print width in inches of a study's ``[figures] width``: one column of a two-column journal page, or the page.
+WIDTHS = {"column": 3.5, "page": 7.0}
+#: Smallest font at print size (points) any figure text has (journals ask for 6-8 pt; tested).
+MIN_FONT_POINTS = 7.0
+#: Resolution of raster files (PNG): 300 dpi at print size, what journals ask for line art with shading.
+PRINT_DPI = 300
+#: Font sizes at print size (points) every figure is drawn with (matplotlib rcParams while a figure is drawn).
+PRINT_FONTS = {"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7,
+                "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 9, "legend.title_fontsize": 7}
+
+
+@dataclasses.dataclass(frozen=True)
+class FigureSettings:
+    """A study's ``[figures]`` table: the files written for each figure and the print width they are laid out at.
+
+    Attributes
+    ----------
+    formats : tuple of str
+        File formats (:data:`FORMATS`), each figure written once per format beside the others
+        (``decay_curves.png``, ``decay_curves.pdf``).
+    width : str
+        ``"page"`` (7 in, two journal columns) or ``"column"`` (3.5 in, one column; :data:`WIDTHS`): every
+        figure is laid out at that width, fonts at least :data:`MIN_FONT_POINTS` at that size, so it goes into
+        a paper at 100 % without scaling.
+    """
+
+    formats: tuple[str, ...] = ("png",)
+    width: str = "page"
+
+    @property
+    def inches(self) -> float:
+        return WIDTHS[self.width]
+
+    @property
+    def rc(self) -> dict:
+        """matplotlib rcParams a figure is drawn with: the print fonts, and the print width as the default size
+        (a figure that lays out panels by width reads it)."""
+        return {**PRINT_FONTS, "figure.figsize": (self.inches, 0.6 * self.inches)}
+
+    def as_dict(self) -> dict:
+        """What manifest.json records (``poslab plot`` redraws with it)."""
+        return {"formats": list(self.formats), "width": self.width, "width_inches": self.inches}
 
 #: file name -> function(tables, title) returning a Figure, or None to skip (see :func:`study_figure`).
 STUDY_FIGURES: dict[str, Callable[[dict[str, pd.DataFrame], str | None], Figure | None]] = {}
@@ -54,6 +102,85 @@ def study_figure(filename: str, tables: tuple[str, ...]):
         return draw
 
     return register
+
+
+def _split_label(label: str) -> tuple[str, list[str]]:
+    """``kind(k=v, k=v)`` → (kind, ["k=v", ...]); commas inside brackets or quotes stay in their item."""
+    m = re.fullmatch(r"([^()]+)\((.*)\)", str(label), flags=re.S)
+    if not m:
+        return str(label), []
+    items, depth, start, body = [], 0, 0, m.group(2)
+    for i, ch in enumerate(body):
+        depth += ch in "[({" and 1 or (-1 if ch in "])}" else 0)
+        if ch == "," and depth == 0:
+            items.append(body[start:i].strip())
+            start = i + 1
+    items.append(body[start:].strip())
+    return m.group(1), [item for item in items if item]
+
+
+def short_labels(labels) -> tuple[dict, str]:
+    """Short run names for a figure: the ``k=v`` parameters every label shares are factored out.
+
+    Labels are ``kind(k=v, ...)`` (:attr:`poslab.encodings.Encoding.label`). With two labels or more, a
+    parameter all of them carry with the same value is left out of each name and returned once, for the
+    title; when every label is of one kind, the kind too (``rotary(rope_theta=10000, rotary_dim=128,
+    rope_type=linear)`` … → ``rope_type=linear`` … and ``"all runs: rotary, rope_theta=10000,
+    rotary_dim=128"``; a run left with no parameter is ``"rotary (defaults)"``).
+
+    Returns
+    -------
+    (dict, str)
+        label → short name (distinct labels stay distinct), and the shared parameters' text ("" when none).
+    """
+    labels = list(dict.fromkeys(labels))
+    if len(labels) < 2:
+        return {label: str(label) for label in labels}, ""
+    split = {label: _split_label(label) for label in labels}
+    shared = [item for item in split[labels[0]][1] if all(item in items for _, items in split.values())]
+    kinds = {kind for kind, _ in split.values()}
+    one_kind = len(kinds) == 1 and any(items for _, items in split.values())
+    names = {}
+    for label, (kind, items) in split.items():
+        rest = [item for item in items if item not in shared]
+        names[label] = (", ".join(rest) or f"{kind} (defaults)") if one_kind else \
+            f"{kind}({', '.join(rest)})" if rest else kind
+    if len(set(names.values())) < len(names):  # factoring out made two names equal: keep the labels
+        return {label: str(label) for label in labels}, ""
+    shared = ([next(iter(kinds))] if one_kind else []) + shared
+    return names, ("all runs: " + ", ".join(shared)) if shared else ""
+
+
+def _title_with(title: str | None, shared: str) -> str | None:
+    """The figure title with the parameters every run shares on a line of its own."""
+    if not shared:
+        return title
+    return f"{title}\n{shared}" if title else shared
+
+
+def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
+    """Lay ``fig`` out at the print width of ``settings`` (its height scaled by the square root of the width
+    ratio, so panels keep a readable aspect); at column width a legend to the right moves under the panels."""
+    w, h = fig.get_size_inches()
+    width = settings.inches
+    ratio = width / w if getattr(fig, "height_follows_width", False) else math.sqrt(width / w)
+    fig.set_size_inches(width, max(1.6, h * ratio) if getattr(fig, "height_follows_width", False)
+                        else max(0.42 * width, h * ratio))
+    if fig._suptitle is not None:  # a long title wraps at the figure's width
+        fig._suptitle.set_wrap(True)
+    if settings.width == "column":
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is not None and getattr(legend, "beside_panels", False):
+                handles, texts = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
+                legend.remove()
+                longest = max((len(line) for t in texts for line in t.splitlines()), default=0)
+                ncols = 2 if longest <= 24 else 1
+                rows = sum(t.count("\n") + 1 for t in texts) / ncols
+                fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2)  # room for it under the panels
+                fig.legend(handles, texts, loc="outside lower center", ncols=ncols, frameon=False,
+                           fontsize=PRINT_FONTS["legend.fontsize"])
+    return fig
 
 
 def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
@@ -80,14 +207,15 @@ def _first(labels: list, limit: int, what: str, where: str) -> tuple[list, str |
                             f"are in {where}")
 
 
-def _say_left_out(fig: Figure, note: str | None, decimated: bool = False) -> Figure:
+def _say_left_out(fig: Figure, note: str | None, decimated: bool = False, caption=()) -> Figure:
     """Write ``note`` under the figure and warn with it (``poslab run`` / ``plot`` record it in manifest.json);
     with ``decimated``, say that long curves are drawn decimated (:data:`DECIMATED_NOTE`; no warning: nothing
-    is left out)."""
-    lines = ([f"This figure {note}."] if note else []) + ([f"Note: {DECIMATED_NOTE}."] if decimated else [])
+    is left out); ``caption``: further lines under the figure (what a mark means, a caution)."""
+    lines = ([f"This figure {note}."] if note else []) + list(caption) + \
+        ([f"Note: {DECIMATED_NOTE}."] if decimated else [])
     if lines:
-        fig.text(0.5, 0.0, "\n".join(lines), ha="center", va="top", fontsize=9 if note else 7, color="0.25",
-                 wrap=True)
+        # the figure's x "label": inside the figure, with room made for it by the constrained layout
+        fig.supxlabel("\n".join(lines), fontsize=7, color="0.25", wrap=True)
     if note:
         warnings.warn(note, FigureLimitWarning, stacklevel=3)
     return fig
@@ -201,6 +329,31 @@ def _with_scale(text: str, label, scales: dict) -> str:
     return text if scale == "cosine" else f"{text} [{scale.replace('_', ' ')}]"
 
 
+def summary_status(row, name: str) -> str | None:
+    """Why summary ``name`` of a summary-table ``row`` is not a number (``not_reached``, ``within_noise``,
+    ``flat``, ... from ``summary_notes``; ``no selected model`` for a decay length without one), None when it is."""
+    value = row.get(name)
+    if value is not None and pd.notna(value):
+        return None
+    notes = row.get("summary_notes")
+    notes = notes if isinstance(notes, str) else ""
+    m = re.match(r"every summary: (\w+)", notes) or re.search(rf"(?:^|; ){re.escape(name)}: (\w+)", notes)
+    if m:
+        return m.group(1)
+    return "no selected model" if name == "decay_length" else "not a number"
+
+
+def window_dependent_summaries(row) -> set[str]:
+    """The summaries a summary-table ``row`` flags ``window_dependent`` (window_sensitivity.csv)."""
+    moved = row.get("window_dependent")
+    return set(moved.split(";")) if isinstance(moved, str) and moved else set()
+
+
+#: What a figure says of a summary flagged window_dependent (the README's caution).
+WINDOW_NOTE = ("*: this summary moves by more than 5 % between a quarter, half and all of the run's window "
+               "(window_dependent, window_sensitivity.csv): it describes this window, not the encoding")
+
+
 def _block_matrix(rows, label):
     """Pivot block rows to (matrix, extent); missing blocks become NaN."""
     if rows.duplicated(["row_start", "col_start"]).any():
@@ -257,24 +410,29 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
                           "labels' heatmaps (study order)",
                           "heatmaps.csv")
     n = len(labels)
-    ncols = min(n, 4) if ncols is None else max(1, min(int(ncols), n))
+    # at most 4 panels a row; 2 when drawn for one journal column (FigureSettings.rc: figure.figsize)
+    ncols = min(n, 4 if matplotlib.rcParams["figure.figsize"][0] > WIDTHS["column"] else 2) if ncols is None \
+        else max(1, min(int(ncols), n))
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(panel_size * ncols + 1.0, panel_size * nrows + (0.4 if title else 0.0)),
                  layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")
-    width = max(12, int(panel_size * 10))  # ~10 characters per inch at 9 pt
-    image = None
+    width = 20  # characters of a panel title's line: ~1.4 in at 8 pt, a panel's width at page width
+    names, shared = short_labels(labels)
+    image, sizes = None, []
     for k, (ax, label) in enumerate(zip(axes, labels)):
         rows, shown = _pick_seed(by_label(label), seed)
         mat, extent = _block_matrix(rows, label)
+        sizes.append(_block_size(rows))
         image = ax.imshow(mat, cmap=cmap, vmin=-1.0, vmax=1.0, extent=extent, origin="upper",
                           aspect="equal", interpolation="nearest")
-        text = _with_scale(label if shown is None else f"{label}, seed {shown}", label, scales or {})
-        ax.set_title(textwrap.fill(text, width, break_long_words=False), fontsize=9)
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
-        ax.tick_params(labelsize=8)
+        text = _with_scale(names[label] if shown is None else f"{names[label]}, seed {shown}", label, scales or {})
+        ax.set_title(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+                     + f"\n{sizes[-1]} block means")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=2, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
+        ax.tick_params(labelsize=7)
         if k + ncols >= n:  # no panel below
             ax.set_xlabel("position j")
         if k % ncols == 0:
@@ -283,9 +441,22 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         ax.remove()
     cbar = fig.colorbar(image, ax=list(axes[:n]), shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
     cbar.set_label(_scale_label(scales or {}, labels))
+    title = _title_with(title, shared)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note)
+    fig.height_follows_width = True  # square panels: print_figure scales the height with the width
+    caption = ["Each cell is the mean over a block of position pairs (its size above each panel). A diagonal "
+               "block's mean includes "
+               "its off-diagonal pairs (i ≠ j), so it is below 1 even though every position's similarity to itself "
+               "is 1 (a random table's diagonal blocks: about 1 / block side), not weak self-similarity."]
+    return _say_left_out(fig, note, caption=caption)
+
+
+def _block_size(rows) -> str:
+    """"8 × 8" (the blocks' side in positions; "≈8 × 8" when the grid is near-uniform, sides differing by one)."""
+    sides = np.concatenate([(rows["row_stop"] - rows["row_start"]).to_numpy(), (rows["col_stop"] - rows["col_start"]).to_numpy()])
+    lo, hi = int(sides.min()), int(sides.max())
+    return f"{lo} × {lo}" if lo == hi else f"≈{round(float(np.median(sides)))} × {round(float(np.median(sides)))}"
 
 
 def _seed_summary(rows, label):
@@ -331,7 +502,8 @@ def _decay_marks(summary, labels):
             continue
         row = rows.iloc[0]
         marks[label] = (float(row["decay_length"]), float(row.get("decay_length_ci_low", np.nan)),
-                        float(row.get("decay_length_ci_high", np.nan)), row.get("ci_level", np.nan))
+                        float(row.get("decay_length_ci_high", np.nan)), row.get("ci_level", np.nan),
+                        "decay_length" in window_dependent_summaries(row))
     return marks
 
 
@@ -450,12 +622,13 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     marks = _decay_marks(summary, labels)
     scales = kernel_scales(summary)
     per_label = {label: _seed_summary(by_label(label), label) for label in labels}
+    names, shared = short_labels(labels)
     colours = dict(zip(labels, curve_palette(len(labels))))
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2, sharey=True)
     starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
-    handles, any_band, any_fit, any_ci, decimated = [], False, False, False, False
+    handles, any_band, any_fit, any_ci, decimated, starred = [], False, False, False, False, False
     for label in labels:
         s = per_label[label]
         colour = colours[label]
@@ -469,9 +642,10 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
             ax.plot(x, d["mean"].to_numpy(dtype=float), color=colour, lw=1.6, ls="-", label=label)
             if (d["n_seeds"] > 1).any():
                 sd = d["sd"].to_numpy(dtype=float)
-                ax.fill_between(x, d["mean"] - sd, d["mean"] + sd, color=colour, alpha=0.2, lw=0)
-                any_band = True
-            elif d["ci_low"].notna().any():
+                if np.nanmax(sd, initial=0.0) > 0:  # a band of zero width is not drawn, nor in the legend
+                    ax.fill_between(x, d["mean"] - sd, d["mean"] + sd, color=colour, alpha=0.2, lw=0)
+                    any_band = True
+            elif d["ci_low"].notna().any() and (d["ci_high"] > d["ci_low"]).any():
                 ax.fill_between(x, d["ci_low"].to_numpy(dtype=float), d["ci_high"].to_numpy(dtype=float),
                                 color=colour, alpha=0.3, lw=0)
                 any_ci = True
@@ -481,21 +655,25 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                 if np.isfinite(low) and np.isfinite(high):  # the interval as drawn from its ends: a point estimate
                     # may lie outside its own percentile interval (a biased statistic), never a negative error bar
                     ax.plot([low, high], [y_at, y_at], color=colour, lw=1.5, marker="|", ms=6, zorder=5)
-                ax.plot([length], [y_at], "D", ms=5, color=colour, mec="black", mew=0.6, zorder=6)
+                # white face, the curve's colour as edge: visible on its own curve whatever the colour
+                ax.plot([length], [y_at], "D", ms=5.5, mfc="white", mec=colour, mew=1.6, zorder=6)
             if d["fit"].notna().any():
                 ax.plot(x, d["fit"].to_numpy(dtype=float), color=colour, lw=1.2, ls="--",
                         label=f"{label} (selected fit)")
                 any_fit = True
+        star = "*" if label in marks and marks[label][4] else ""
+        starred |= bool(star)
         handles.append(Line2D([], [], color=colour, lw=1.6,
-                              label=textwrap.fill(_with_scale(label, label, scales), 32, break_long_words=False)))
+                              label=textwrap.fill(_with_scale(names[label], label, scales) + star, 32,
+                                                  break_long_words=False)))
     for ax in (ax_lin, ax_log):
         ax.axhline(0.0, color="0.6", lw=0.8, zorder=0)
         ax.set_xlabel("distance (positions)")
         ax.grid(alpha=0.25, lw=0.5)
     ax_log.set_xscale("log")
     ax_lin.set_ylabel(_scale_label(scales, labels, "mean cosine similarity"))
-    ax_lin.set_title("linear distance", fontsize=10)
-    ax_log.set_title("log distance", fontsize=10)
+    ax_lin.set_title("linear distance")
+    ax_log.set_title("log distance")
     if any_fit:
         handles.append(Line2D([], [], color="0.3", lw=1.2, ls="--", label="selected fit (dashed)"))
     if any_band:
@@ -504,24 +682,42 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         handles.append(Patch(color="0.3", alpha=0.3, label="bootstrap band (anchor blocks)"))
     if marks:
         level = next((m[3] for m in marks.values() if isinstance(m[3], float) and np.isfinite(m[3])), None)
-        handles.append(Line2D([], [], color="0.3", marker="D", ms=5, mec="black", lw=1.5,
+        handles.append(Line2D([], [], color="0.3", marker="D", ms=5.5, mfc="white", mec="0.3", mew=1.6, lw=1.5,
                               label="decay length" + (f", {level:.0%} interval" if level else "")))
-    return _finish(fig, handles, title, note, decimated=decimated)
+    caption = _hidden_curves(per_label, labels, names) + ([WINDOW_NOTE.replace("this summary", "the decay length")]
+                                                        if starred else [])
+    return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated, caption=caption)
 
 
-def _finish(fig, handles, title, note, grid_axes=(), decimated: bool = False) -> Figure:
+def _hidden_curves(per_label: dict, labels, names) -> list[str]:
+    """Caption lines naming curves hidden under a later one (identical profiles: only the last is visible)."""
+    curves = {label: per_label[label][["distance", "mean"]].to_numpy(dtype=float) for label in labels}
+    lines = []
+    for i, label in enumerate(labels):
+        same = next((other for other in labels[:i] if curves[other].shape == curves[label].shape
+                     and np.allclose(curves[other], curves[label], rtol=0, atol=1e-9, equal_nan=True)), None)
+        if same is not None:
+            lines.append(f"{names[same]} lies under {names[label]} (drawn after it): their profiles are identical")
+    return lines
+
+
+def _finish(fig, handles, title, note, grid_axes=(), decimated: bool = False, caption=()) -> Figure:
     """The common end of a legend-right figure: light grids, the legend outside right, the title, the left-out
-    note (and the decimation note)."""
+    note (and the decimation note, and the ``caption`` lines)."""
     for ax in grid_axes:
         ax.grid(alpha=0.25, lw=0.5, which="both")
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    side = max(fig.axes, key=lambda ax: ax.get_position().x1)  # the rightmost panel: the legend to its right,
+    # aligned with the panels' top (a figure legend "outside right" would run into a long title)
+    legend = side.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0.0,
+                         frameon=False)
+    legend.beside_panels = True  # print_figure moves it under the panels at column width
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note, decimated)
+    return _say_left_out(fig, note, decimated, caption)
 
 
-def save_figure(fig, path, *, dpi=150) -> None:
-    """Write ``fig`` to ``path`` and close it.
+def save_figure(fig, path, *, dpi=150, close: bool = True) -> None:
+    """Write ``fig`` to ``path`` and close it (unless ``close`` is False: another format follows).
 
     Parameters
     ----------
@@ -532,12 +728,14 @@ def save_figure(fig, path, *, dpi=150) -> None:
         ``.pdf``, ...), PNG when there is none. Parent folders are created.
     dpi : float
         Resolution for raster formats.
+    close : bool
+        Close a pyplot-managed figure afterwards.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight", format=None if path.suffix else "png")
     pyplot = sys.modules.get("matplotlib.pyplot")  # only pyplot-managed figures need closing
-    if pyplot is not None:
+    if close and pyplot is not None:
         pyplot.close(fig)
 
 
@@ -569,6 +767,8 @@ def first_minimum_figure(tables, title=None):
     shown, note = _first(list(pd.unique(marks["label"])), MAX_CURVES, "labels with a first minimum (study order)",
                          "summary.csv (first_minimum) and profiles.csv")
     marks = marks[marks["label"].isin(shown)]
+    names, shared = short_labels(shown)
+    title = _title_with(title, shared)
     fig = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.subplots()
     colours = curve_palette(len(shown))
@@ -582,12 +782,13 @@ def first_minimum_figure(tables, title=None):
         decimated |= keep.size < len(rows)
         rows = rows.iloc[keep]  # long profiles: decimated
         ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4,
-                label=textwrap.shorten(str(label), 48))
-        ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", color=colour, ms=8, mec="black")
+                label=textwrap.fill(names[label], 40, break_long_words=False))
+        ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", ms=7, mfc="white", mec=colour,
+                mew=1.6, zorder=5)
     ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity",
            title="first minimum of the profile (triangles)")
     ax.grid(alpha=0.25, lw=0.5)
-    ax.legend(fontsize=7)
+    ax.legend()
     if title:
         fig.suptitle(title)
     return _say_left_out(fig, note, decimated)

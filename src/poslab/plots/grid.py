@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..stages.grid import GRID_MAPS, GRID_PROFILES
-from .core import MAX_CURVES, MAX_GRID_TABLES, _first, _say_left_out, study_figure
+from .core import MAX_CURVES, MAX_GRID_TABLES, _first, _say_left_out, _title_with, short_labels, study_figure
 from .core import _check_frame as _check
 
 __all__ = ["plot_grid_profiles", "plot_grid_axes", "grid_figure", "grid_axes_figure"]
@@ -123,6 +123,8 @@ def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, pan
     axes_present = [m for m in _AXES if (grid_profiles["metric"] == m).any()]
     labels, note = _first(list(pd.unique(grid_profiles["label"])), MAX_CURVES, "runs with a grid (study order)",
                           "grid_profiles.csv")
+    names, shared = short_labels(labels)
+    title = _title_with(title, shared)
     fig = Figure(figsize=(panel_size * 1.3 * len(axes_present), panel_size + 1.2 + (0.4 if title else 0.0)),
                  layout="constrained")
     axs = fig.subplots(1, len(axes_present), squeeze=False, sharey=True)[0]
@@ -132,7 +134,7 @@ def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, pan
             if rows.empty:
                 continue
             rows = rows.sort_values("distance")
-            ax.plot(rows["distance"], rows["mean_similarity"], marker="o", markersize=3, label=label)
+            ax.plot(rows["distance"], rows["mean_similarity"], marker="o", markersize=3, label=names[label])
         ax.set_xlabel(f"distance along {_AXES[metric]}")
         ax.set_title(f"pairs differing in {_AXES[metric].split()[0]} only", fontsize=9)
         ax.axhline(0.0, color="0.7", lw=0.6)

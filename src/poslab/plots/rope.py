@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import PurePath
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -12,8 +13,8 @@ from matplotlib.lines import Line2D
 
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
 from ..stages.profile import PROFILES
-from .core import (MAX_CURVES, _check_frame, _finish, _first, _LabelRows, _nonempty, _plot_decimated,
-                   _select_labels, curve_palette, study_figure)
+from .core import (MAX_CURVES, WIDTHS, _check_frame, _finish, _first, _LabelRows, _nonempty, _plot_decimated,
+                   _select_labels, _title_with, curve_palette, short_labels, study_figure)
 
 __all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
            "plot_rope_models", "rope_models_figure"]
@@ -55,9 +56,15 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     labels, note = _first(_select_labels(inv_freq, labels, "inv_freq"), MAX_CURVES, "rotary labels (study order)",
                           "inv_freq.csv and rope_decay.csv")
     palette = curve_palette(len(labels))
+    names, shared = short_labels(labels)
     w, h = panel_size
-    fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
-    ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)
+    if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
+        fig = Figure(figsize=(w + 2.4, 3 * h), layout="constrained")
+        ax_decay, ax_wave, ax_scale = fig.subplots(3, 1)
+        fig.height_follows_width = True
+    else:
+        fig = Figure(figsize=(3 * w + 2.4, h), layout="constrained")
+        ax_decay, ax_wave, ax_scale = fig.subplots(1, 3)
     ax_decay.set_xscale("log")
     handles, decimated = [], False
     decay_rows, freq_rows = _LabelRows(rope_decay), _LabelRows(inv_freq)
@@ -69,20 +76,21 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
                                      alpha=0.9)
         ax_wave.plot(f["pair"], f["wavelength"], color=colour, lw=1.4)
         ax_scale.plot(f["pair"], f["scale_factor"], color=colour, lw=1.4)
-        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
+        handles.append(Line2D([], [], color=colour, lw=1.6,
+                              label=textwrap.fill(names[label], 28, break_long_words=False)))
     ax_decay.set_xscale("log")
     ax_decay.set_xlabel("distance (positions)")
-    ax_decay.set_ylabel("relative upper bound  (2/d)·Σ_j |S_j|")
-    ax_decay.set_title("RoFormer long-term decay bound", fontsize=10)
+    ax_decay.set_ylabel("bound (2/d)·Σ_j |S_j|")
+    ax_decay.set_title("RoFormer decay bound")
     ax_wave.set_yscale("log")
     ax_wave.set_xlabel("frequency pair i")
-    ax_wave.set_ylabel("wavelength 2π/θ_i (positions)")
-    ax_wave.set_title("wavelengths used", fontsize=10)
+    ax_wave.set_ylabel("wavelength 2π/θ_i")
+    ax_wave.set_title("wavelengths used")
     ax_scale.set_yscale("log")
     ax_scale.set_xlabel("frequency pair i")
     ax_scale.set_ylabel("θ_i(default) / θ_i(used)")
-    ax_scale.set_title("scale factor per pair", fontsize=10)
-    return _finish(fig, handles, title, note, (ax_decay, ax_wave, ax_scale), decimated)
+    ax_scale.set_title("scale factor per pair")
+    return _finish(fig, handles, _title_with(title, shared), note, (ax_decay, ax_wave, ax_scale), decimated)
 
 
 @study_figure("rope_geometry.png", tables=("inv_freq", "rope_decay"))
@@ -211,11 +219,11 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, summary: 
     ax_s.set_xscale("log")
     ax_s.set_xlabel("distance (positions)")
     ax_s.set_ylabel("mean cosine similarity")
-    ax_s.set_title("similarity profile", fontsize=10)
+    ax_s.set_title("similarity profile")
     ax_s.axhline(0, color="0.6", lw=0.6)
     ax_b.set_xlabel("distance (positions)")
     ax_b.set_ylabel("bound / bound at distance 0")
-    ax_b.set_title("RoFormer long-term decay bound, relative", fontsize=10)
+    ax_b.set_title("RoFormer long-term decay bound, relative")
     return _finish(fig, handles, title, note, (ax_s, ax_b), decimated)
 
 

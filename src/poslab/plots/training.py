@@ -5,13 +5,15 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ..stages import SUMMARY
 from ..stages.bands import BAND_WIDTH
-from .core import MAX_CURVES, _check_frame, _first, _say_left_out, study_figure
+from .core import MAX_CURVES, WIDTHS, WINDOW_NOTE, _check_frame, _first, _say_left_out, study_figure, summary_status
+from .core import window_dependent_summaries
 
 __all__ = ["plot_band_emergence", "emergence_figure"]
 
@@ -82,38 +84,69 @@ def plot_band_emergence(summary: pd.DataFrame, *, panel_size=(4.6, 3.6), title=N
                               "summary.csv")
     notes.append(note)
     others = others[others["label"].isin(references)]
-    fig = Figure(figsize=(panel_size[0] * 2, panel_size[1]), layout="constrained")
-    ax_decay, ax_band = fig.subplots(1, 2, sharex=True)
+    if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
+        fig = Figure(figsize=(panel_size[0], panel_size[1] * 2), layout="constrained")
+        ax_decay, ax_band = fig.subplots(2, 1, sharex=True)
+        fig.height_follows_width = True
+    else:
+        fig = Figure(figsize=(panel_size[0] * 2, panel_size[1]), layout="constrained")
+        ax_decay, ax_band = fig.subplots(1, 2, sharex=True)
     colors = iter(f"C{i}" for i in range(10))
+    missing, starred = [], False
     for source, rows in groups:
         rows = rows.sort_values("step")
         name = "" if source is None or steps["source"].nunique() == 1 else f"{Path(str(source)).name}: "
+        moved = rows.apply(lambda r: "decay_length" in window_dependent_summaries(r), axis=1)
         ax_decay.plot(rows["step"], rows["decay_length"], "o-", color="k", label=f"{name}decay length")
+        if moved.any():  # a window-dependent value: an open marker, starred in the legend
+            ax_decay.plot(rows["step"][moved], rows["decay_length"][moved], "o", mfc="white", mec="k",
+                          label="depends on the window")
+            starred = True
         _interval_bars(ax_decay, rows, "decay_length", "k")
+        missing += [(step, summary_status(row, "decay_length")) for step, (_, row) in zip(rows["step"], rows.iterrows())
+                    if pd.isna(row["decay_length"])]
         for col in widths:
             color = next(colors, None)
             ax_band.plot(rows["step"], rows[col], "o-", label=f"{name}width at {_threshold_label(col)}", color=color)
+            moved = rows.apply(lambda r, c=col: c in window_dependent_summaries(r), axis=1)
+            if moved.any():
+                ax_band.plot(rows["step"][moved], rows[col][moved], "o", mfc="white", mec=color, zorder=3)
+                starred = True
             _interval_bars(ax_band, rows, col, color)
+    if missing:  # a step without a decay length says why, at the bottom of the panel (never as a number)
+        ax_decay.plot([s for s, _ in missing], [0.03] * len(missing), "x", color="0.4",
+                      transform=ax_decay.get_xaxis_transform(), clip_on=False, label="no decay length (below)")
+        for step, why in missing:
+            ax_decay.annotate(str(why).replace("_", " "), (step, 0.06), xycoords=("data", "axes fraction"),
+                              rotation=90, ha="center", va="bottom", fontsize=7, color="0.4")
+    references = []
     for label, rows in others.groupby("label", sort=False):
-        short = textwrap.shorten(str(label), 40)
         value = pd.to_numeric(rows["decay_length"], errors="coerce").mean()
         if np.isfinite(value):
             ax_decay.axhline(value, ls="--", lw=1, color="0.5")
-            ax_decay.annotate(short, (1, value), xycoords=("axes fraction", "data"), ha="right", va="bottom",
-                              fontsize=7, color="0.35")
+            ax_decay.annotate(textwrap.shorten(str(label), 40), (0.98, value), xycoords=("axes fraction", "data"),
+                              ha="right", va="bottom", fontsize=7, color="0.35")
+        else:
+            references.append(f"{textwrap.shorten(str(label), 40)}: "
+                              f"{str(summary_status(rows.iloc[0], 'decay_length')).replace('_', ' ')}")
     ax_decay.set(ylabel="decay length (positions)", title="decay length")
     ax_band.set(ylabel="band width (positions)", title="band width (first crossing)", yscale="log")
-    positive = pd.to_numeric(steps["step"]).loc[lambda v: v > 0]
+    all_steps = pd.to_numeric(steps["step"])
+    positive = all_steps.loc[lambda v: v > 0]
     linthresh = float(positive.min()) if len(positive) else 1.0  # linear from 0 to the first saved step
     for ax in (ax_decay, ax_band):
         ax.set_xscale("symlog", linthresh=linthresh)
-        ax.set_xlim(left=0)
+        # room on both sides: a marker at step 0 or at the last step is never cut in half
+        ax.set_xlim(-0.3 * linthresh, float(all_steps.max()) * 1.5 if all_steps.max() > 0 else linthresh)
         ax.set_xlabel("training step")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
+    ax_decay.margins(y=0.15)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, "; it ".join(n for n in notes if n) or None)
+    caption = ([f"Reference runs without a decay length: {'; '.join(references)}."] if references else []) + \
+        (["Open markers: " + WINDOW_NOTE.removeprefix("*: ")] if starred else [])
+    return _say_left_out(fig, "; it ".join(n for n in notes if n) or None, caption=caption)
 
 
 @study_figure("band_emergence.png", tables=("summary",))

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from ..stages.comparison import COMPARISON
-from .core import MAX_ROWS, _first, _say_left_out, study_figure
+from .core import MAX_ROWS, WINDOW_NOTE, _first, _say_left_out, _title_with, short_labels, study_figure
 
 __all__ = ["plot_decay_length_forest", "forest_figure"]
 
@@ -69,9 +69,13 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
                         "comparison.csv")
     comparison = comparison.iloc[keep]
     n = len(comparison)
-    labels = [textwrap.fill(str(lab) + (f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m
-                                         and m != "none" else ""), 44, break_long_words=False)
-              for lab, m in zip(comparison["label"], comparison.get("selected_model", [""] * n))]
+    names, shared = short_labels(comparison["label"])
+    moved = (comparison["window_dependent"].fillna("").astype(str).str.lower().isin(("yes", "true"))
+             if "window_dependent" in comparison else pd.Series(False, index=comparison.index)).to_numpy()
+    labels = [textwrap.fill(names[lab] + ("*" if star else "") + (
+        f" ({m})" if "selected_model" in comparison and isinstance(m, str) and m and m != "none" else ""), 36,
+        break_long_words=False) for lab, m, star in zip(comparison["label"],
+                                                         comparison.get("selected_model", [""] * n), moved)]
     if "max_distance" in comparison and comparison["max_distance"].nunique() > 1:  # say which window each is from
         labels = [f"{lab}\n[distances up to {md}]" for lab, md in zip(labels, comparison["max_distance"])]
     if "kernel" in comparison and (comparison["kernel"].fillna("cosine") != "cosine").any():  # say which scale
@@ -92,8 +96,14 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     reach = np.concatenate([low[finite], values[finite], (values - np.nan_to_num(fit))[finite]])
     left = np.nanmin(reach) if finite.any() else 0.0
     for yi, (_, row), v, lo, hi in zip(y, comparison.iterrows(), values, low, high):
-        if not np.isfinite(v):
-            ax.text(left, yi, "no decay length", va="center", ha="left", fontsize=8, color="0.4")
+        if not np.isfinite(v):  # why there is no number (status): never drawn as one
+            status = row.get("status")
+            why = str(status).replace("_", " ") if isinstance(status, str) and status not in ("", "ok", "none") else \
+                "no selected model"
+            if why == "not reached":
+                why = f"not reached within {row['max_distance']}" if "max_distance" in row else why
+            ax.text(0.01, yi, f"no decay length:\n{why}", va="center", ha="left", fontsize=7, color="0.4",
+                    transform=ax.get_yaxis_transform())
             continue
         seed = row["ci_method"] == "seed"
         fit_se = float(row.get("fit_se", np.nan))
@@ -102,18 +112,21 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
         if np.isfinite(lo) and np.isfinite(hi):
             ax.plot([lo, hi], [yi, yi], color="C0", lw=2.0, solid_capstyle="butt")
         ax.plot([v], [yi], marker="o", ms=7, color="C0", mfc="white" if seed else "C0")
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, labels, fontsize=7)
     ax.set_ylim(-0.7, n - 0.3)
     pct = f"{level:.0%} " if level else ""
-    if (np.isfinite(low) & np.isfinite(high)).any():
-        ax.set_xlabel(f"decay length (positions)\nthick: {pct}bootstrap interval · thin grey: {pct}fit interval\n"
-                      "filled dot: anchor-block bootstrap · open dot: seed bootstrap", fontsize=8)
+    ax.set_xlabel("decay length (positions)")
+    if (np.isfinite(low) & np.isfinite(high)).any():  # what the marks are: under the figure, wrapped to its width
+        key = (f"Thick bar: {pct}bootstrap interval; thin grey bar: {pct}fit interval; filled dot: anchor-block "
+               "bootstrap; open dot: seed bootstrap.")
     else:  # n_resamples = 0
-        ax.set_xlabel(f"decay length (positions)\nthin grey: {pct or '95% '}fit interval (no bootstrap)", fontsize=8)
+        key = f"Thin grey bar: {pct or '95% '}fit interval (no bootstrap)."
     ax.grid(axis="x", alpha=0.3, lw=0.5)
+    title = _title_with(title, shared)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note)
+    return _say_left_out(fig, note, caption=[key] + ([WINDOW_NOTE.replace("this summary", "the decay length")]
+                                                     if moved.any() else []))
 
 
 @study_figure("decay_lengths.png", tables=("comparison",))

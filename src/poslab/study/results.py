@@ -15,14 +15,14 @@ import platform
 import sys
 import warnings
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pandas as pd
 
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
 from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
-from ..plots.core import FigureLimitWarning
+from ..plots.core import FORMATS, PRINT_DPI, FigureLimitWarning, FigureSettings, print_figure
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
@@ -31,7 +31,7 @@ from .runner import TABLES, StudyResult
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
            "FIGURES"]
 
-FIGURES = tuple(STUDY_FIGURES)
+FIGURES = tuple(f"{PurePath(name).stem}.{fmt}" for name in STUDY_FIGURES for fmt in FORMATS)
 #: Prefix of a file being rewritten in place (``poslab plot``): written under this name, then renamed.
 _FILE_TMP = ".poslab-tmp-"
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
@@ -128,6 +128,7 @@ def manifest(result: StudyResult, written_figures: list[str] | None = None,
         .astype(object).where(lambda f: f.notna(), None).to_dict("records"),
         "timings_seconds": result.timings,
         "tables": [f"{t}.csv" for t in result.tables()],
+        "figure_settings": spec.figures.as_dict(),
         "figures": written_figures or [],
         "failed_figures": failed_figures or {},
         "figures_left_out": figures_left_out or {},
@@ -140,7 +141,7 @@ class FigureFailedWarning(UserWarning):
 
 def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
                   failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None,
-                  progress: Progress | None = None) -> list[Path]:
+                  progress: Progress | None = None, settings: FigureSettings | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
 
     Each figure is drawn on its own: one that raises is skipped with a
@@ -153,16 +154,23 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     (file name -> what was left out and which table holds it) records it.
     ``progress`` shows the figures as they are drawn (:mod:`poslab.study.progress`).
 
+    ``settings`` (the study's ``[figures]``; default PNG at page width) picks the
+    print width every figure is laid out at and the formats each is written in
+    (``decay_curves.png`` beside ``decay_curves.pdf``).
+
     Returns the written paths: none when no run succeeded (nothing to draw).
     """
+    import matplotlib
+
     folder = Path(folder)
+    settings = settings or FigureSettings()
     written = []
     progress = progress if progress is not None else Progress(False)
     for filename, draw in progress.iterate("figures", STUDY_FIGURES.items(), unit="figures", label=lambda f: f[0]):
-        path = folder / filename
-        tmp = folder / f"{_FILE_TMP}{filename}"  # keeps the suffix, which picks the format; a stale one is replaced
+        paths = [folder / f"{PurePath(filename).stem}.{fmt}" for fmt in settings.formats]
+        tmps = [path.with_name(f"{_FILE_TMP}{path.name}") for path in paths]  # the suffix picks the format
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(settings.rc):
                 warnings.simplefilter("always")
                 fig = draw(tables, title)
             for w in caught:  # passed on; a figure's "left out" note names the figure
@@ -174,17 +182,22 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if fig is None:
                 continue
-            save_figure(fig, tmp)
-            os.replace(tmp, path)
+            print_figure(fig, settings)
+            with matplotlib.rc_context(settings.rc):
+                for tmp in tmps:
+                    save_figure(fig, tmp, dpi=PRINT_DPI, close=False)
+            for tmp, path in zip(tmps, paths):
+                os.replace(tmp, path)
         except Exception as exc:  # a figure never costs the tables, nor the other figures
-            tmp.unlink(missing_ok=True)
+            for tmp in tmps:
+                tmp.unlink(missing_ok=True)
             message = f"{type(exc).__name__}: {exc}"
             if failed is not None:
                 failed[filename] = message
             warnings.warn(f"figure {filename} could not be drawn ({message}); the tables are written. "
                           "Redraw it with `poslab plot` once fixed", FigureFailedWarning, stacklevel=2)
             continue
-        written.append(path)
+        written.extend(paths)
     return written
 
 
@@ -261,7 +274,7 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
             failed: dict[str, str] = {}
             left_out: dict[str, str] = {}
             figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed,
-                                    left_out=left_out, progress=progress)
+                                    left_out=left_out, progress=progress, settings=result.spec.figures)
             meta = manifest(result, [p.name for p in figures], failed, left_out)
             (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         except OSError as exc:  # a full disk, a file size limit: name the user's folder, not the temporary
@@ -294,6 +307,20 @@ def read_manifest(folder) -> dict:
     if not isinstance(meta, dict) or not {"study", "tables"} <= set(meta):
         raise ValueError(f"{path} is not a poslab manifest (no study / tables entries); run the study again")
     return meta
+
+
+def figure_settings(meta: dict, where: str = "manifest.json") -> FigureSettings:
+    """The ``[figures]`` settings a results folder was drawn with (its manifest's ``figure_settings``; the defaults
+    for a folder written before they were recorded). Raises ValueError naming the bad value."""
+    from .spec import parse_figures
+
+    raw = meta.get("figure_settings")
+    if raw is None:
+        return FigureSettings()
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: figure_settings must be a table of formats and width, got {raw!r}; run the "
+                         "study again to rewrite it")
+    return parse_figures({k: v for k, v in raw.items() if k != "width_inches"}, f"{where}: figure_settings")
 
 
 def record_figures(folder, figures: list[str], failed: dict[str, str], left_out: dict[str, str] | None = None) -> None:

@@ -12,6 +12,10 @@ A study file::
     thresholds = [0.9, 0.5, 0.0]
     n_resamples = 200
 
+    [figures]                    # optional: the files written for each figure
+    formats = ["png", "pdf"]     # any of png, pdf, svg (default ["png"])
+    width = "column"             # "page" (7 in, default) or "column" (3.5 in): the print width
+
     [[encodings]]
     kind = "sinusoidal"
     layout = ["interleaved", "concatenated"]   # a list expands to one run per value
@@ -32,12 +36,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._validation import Integer, ListOf, Text, ValidationError, check, missing_message
+from .._validation import Choice, Integer, ListOf, Text, ValidationError, check, missing_message
 from ..analysis.bootstrap import min_replicates
 from ..data import BUNDLED_TABLES, bundled_name
 from ..encodings import Encoding, make_encoding
 from ..stages import AnalysisOptions, parse_options
 from ..encodings.registry import get_encoding_class
+from ..plots.core import FORMATS, WIDTHS, FigureSettings
 
 __all__ = ["MAX_PAIRS", "MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
 
@@ -91,6 +96,7 @@ class StudySpec:
     source: str = "<dict>"
     text: str = ""
     lengths: tuple[int, ...] = ()
+    figures: FigureSettings = FigureSettings()
 
     def n_positions_of(self, index: int) -> int:
         """Analysed positions of ``encodings[index]``: its entry's ``n_positions``, else the study's."""
@@ -106,7 +112,24 @@ class StudySpec:
         return out
 
 
-_TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", "encodings", "description"}
+_TOP_KEYS = {"name", "n_positions", "dim", "seeds", "max_distance", "analysis", "encodings", "description", "figures"}
+
+#: The keys of a study's ``[figures]`` table and what each accepts.
+_FIGURE_KEYS = {"formats": ListOf(Choice(FORMATS), distinct=True), "width": Choice(tuple(WIDTHS))}
+
+
+def parse_figures(raw, where: str) -> FigureSettings:
+    """A study's ``[figures]`` table (formats, width) → :class:`FigureSettings`; unknown keys and values refused,
+    naming the valid ones."""
+    if not isinstance(raw, dict):
+        raise StudyError(f"{where}: [figures] must be a table (formats = [...], width = \"page\"), got {raw!r}")
+    unknown = sorted(set(raw) - set(_FIGURE_KEYS))
+    if unknown:
+        raise StudyError(f"{where}: [figures] has unknown key(s) {', '.join(unknown)}; valid keys: "
+                         f"{', '.join(_FIGURE_KEYS)}")
+    values = {key: check(value, _FIGURE_KEYS[key], key, where=f"{where}: [figures]", error=StudyError)
+              for key, value in raw.items()}
+    return FigureSettings(**values)
 
 
 _REQUIRED = {
@@ -223,6 +246,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
                          "max_distance", where=where, fix=f"it must be < n_positions = {n_positions}",
                          error=StudyError)
     analysis = _analysis(data.get("analysis", {}), where)
+    figures = parse_figures(data.get("figures", {}), where)
     if analysis.heatmap_bins > n_positions:
         if "heatmap_bins" in data.get("analysis", {}):
             raise StudyError(f"{where}: [analysis] heatmap_bins = {analysis.heatmap_bins} exceeds n_positions = {n_positions}")
@@ -275,6 +299,7 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
         source=source,
         text=text,
         lengths=tuple(lengths) if any(n != n_positions for n in lengths) else (),
+        figures=figures,
     )
 
 
