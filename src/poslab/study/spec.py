@@ -42,7 +42,7 @@ from ..data import BUNDLED_TABLES, bundled_name
 from ..encodings import Encoding, make_encoding
 from ..stages import AnalysisOptions, parse_options
 from ..encodings.registry import get_encoding_class
-from ..plots.core import FORMATS, WIDTHS, FigureSettings
+from .._figure_settings import FORMATS, WIDTHS, FigureSettings
 
 __all__ = ["MAX_PAIRS", "MAX_RUNS", "StudyError", "StudyWarning", "AnalysisOptions", "Run", "StudySpec", "load_study", "parse_study"]
 
