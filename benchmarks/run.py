@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/run.py            # every size, then the default study end to end
     .venv/bin/python benchmarks/run.py --quick    # n = 4096 only
+    .venv/bin/python benchmarks/run.py --issue16  # n = 4096 with (e), the 2^20 x 128 whole run, the default study
 
 Methods (each in a fresh Python process, so its peak memory is its own):
 
@@ -14,6 +15,15 @@ Methods (each in a fresh Python process, so its peak memory is its own):
 (c) poslab    poslab.analysis.similarity_profile (mean, std and n_pairs at every
               distance), plus block_similarity(bins=512) at n = 1,048,576.
 (c32)         the same with precision="float32".
+(d) fft       the floor: a bare scipy.fft autocorrelation of the unit rows
+              (normalise, one rfft per column, Σ_dims |F|², one irfft,
+              divide by the pair counts): the mean profile and nothing else.
+(e) poslab run  the whole process at n = 4096 (``--whole-run`` sizes): the
+              same table saved as .npy, a one-run study ``kind = "learned",
+              source = <file>`` through ``poslab run`` (interpreter,
+              imports, analysis with fits, bootstrap and properties, CSV and
+              figures), timed from outside; peak RSS is the largest of
+              poslab's processes (RUSAGE_CHILDREN of an intermediate process).
 
 Time is the method alone (table generation and imports excluded; first calls
 included, as a user pays them: FFT plans, fresh memory pages). Peak memory
@@ -41,9 +51,11 @@ from pathlib import Path
 
 SIZES = [(4096, 768), (131_072, 128), (1_048_576, 128)]
 HEATMAP_BINS = {1_048_576: 512}
-METHODS = ["table", "classic", "sklearn", "poslab", "poslab32"]
+METHODS = ["table", "classic", "sklearn", "poslab", "poslab32", "fft"]
 NAMES = {"table": "table only", "classic": "(a) classic", "sklearn": "(b) sklearn", "poslab": "(c) poslab",
-         "poslab32": "(c32) poslab float32"}
+         "poslab32": "(c32) poslab float32", "fft": "(d) bare scipy.fft", "run": "(e) poslab run (whole)"}
+#: Sizes at which (e), the whole ``poslab run`` process, runs too.
+WHOLE_RUN = {(4096, 768)}
 
 
 def _table(n, dim):
@@ -62,6 +74,8 @@ def _child(method, n, dim, out):
         from sklearn.metrics.pairwise import cosine_similarity
     if method.startswith("poslab"):
         from poslab.analysis import block_similarity, similarity_profile
+    if method == "fft":
+        import scipy.fft
     t0 = time.perf_counter()
     if method == "classic":
         u = table / np.linalg.norm(table, axis=1, keepdims=True)
@@ -78,6 +92,11 @@ def _child(method, n, dim, out):
         mean = prof.mean_similarity
         if n in HEATMAP_BINS:
             block_similarity(table, bins=HEATMAP_BINS[n])
+    elif method == "fft":
+        u = table / np.linalg.norm(table, axis=1, keepdims=True)
+        f = scipy.fft.rfft(u, n=scipy.fft.next_fast_len(2 * n, real=True), axis=0)
+        power = (f.real ** 2 + f.imag ** 2).sum(axis=1)
+        mean = scipy.fft.irfft(power, axis=0)[:n] / np.arange(n, 0, -1)
     else:
         mean = None
     seconds = time.perf_counter() - t0
@@ -128,9 +147,11 @@ def bench_size(n, dim, workdir):
         rows[method], path = _run_child(method, n, dim, workdir)
         if method != "table":
             means[method] = np.load(path)
+    if (n, dim) in WHOLE_RUN:
+        rows["run"], means["run"] = _whole_run(n, dim, workdir)
     for method, r in rows.items():
         a, c = rows.get("classic"), rows.get("poslab")
-        vs_a = f"{a['seconds'] / r['seconds']:.1f}x" if a and method not in ("classic", "table") else ""
+        vs_a = f"{a['seconds'] / r['seconds']:.2f}x" if a and method not in ("classic", "table") else ""
         vs_c = f"{r['seconds'] / c['seconds']:.1f}x" if c and method not in ("poslab", "table") else ""
         if method == "table" or method == "classic":
             err = ""
@@ -143,21 +164,61 @@ def bench_size(n, dim, workdir):
     return rows
 
 
+def _measured(cmd, cwd=None):
+    """Run ``cmd`` in a fresh intermediate process: (wall seconds, largest child peak RSS in bytes, CompletedProcess)."""
+    probe = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+             "d = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "print(json.dumps([time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+             "d.returncode, d.stdout, d.stderr]))")
+    done = subprocess.run([sys.executable, "-c", probe, *map(str, cmd)], capture_output=True, text=True,
+                          env=CHILD_ENV, check=True, cwd=cwd)
+    seconds, peak, code, stdout, stderr = json.loads(done.stdout)
+    return seconds, peak * 1024, subprocess.CompletedProcess(cmd, code, stdout, stderr)
+
+
+def _whole_run(n, dim, workdir):
+    """(e): the same table through ``poslab run`` as a one-run study, the whole process timed from outside."""
+    import numpy as np
+    import pandas as pd
+
+    np.save(Path(workdir) / "table.npy", _table(n, dim))
+    study = Path(workdir) / "whole.toml"
+    study.write_text(f'name = "whole"\nn_positions = {n}\ndim = {dim}\n\n'
+                     '[[encodings]]\nkind = "learned"\nsource = "./table.npy"\n')
+    out = Path(workdir) / "whole"
+    seconds, peak, done = _measured([Path(sys.executable).with_name("poslab"), "run", study, "--out", out,
+                                     "--overwrite", "--no-progress"], cwd=workdir)
+    if done.returncode:
+        raise SystemExit(f"poslab run failed: {done.stderr[-500:]}")
+    mean = pd.read_csv(out / "profiles.csv")["mean_similarity"].to_numpy()
+    return {"seconds": seconds, "peak": peak}, mean
+
+
+def bench_whole_large(n, dim, workdir):
+    """A one-run study of a random (learned-style) table of n positions, whole process with figures."""
+    print(f"\n## whole run: random table n = {n:,}, dim = {dim} (poslab run, figures included)")
+    study = Path(workdir) / "large.toml"
+    study.write_text(f'name = "large"\nn_positions = {n}\ndim = {dim}\nseeds = [0]\n\n[[encodings]]\nkind = "random"\n')
+    cmd = ["/usr/bin/time", "-v", Path(sys.executable).with_name("poslab"), "run", study, "--out",
+           Path(workdir) / "large", "--overwrite", "--no-progress"]
+    seconds, _, done = _measured(cmd, cwd=workdir)
+    rss = next((int(line.split(":")[1]) * 1024 for line in done.stderr.splitlines()
+                if "Maximum resident set size" in line), 0)
+    tail = [line for line in done.stdout.splitlines() if line.startswith("wrote")]
+    print(f"exit {done.returncode}; wall {seconds:.1f} s; peak RSS {_gib(rss)} (/usr/bin/time -v, largest process); "
+          f"{tail[-1] if tail else done.stderr.strip()[-300:]}")
+
+
 def bench_study(workdir):
     print("\n## default study end to end (poslab run --overwrite, figures included)")
     out = Path(workdir) / "study"
     poslab = Path(sys.executable).with_name("poslab")
     cmd = [str(poslab), "run", "--overwrite", "--no-progress", "--out", str(out)]
-    # a fresh intermediate process, so RUSAGE_CHILDREN holds only poslab run and its pool workers
-    probe = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
-             "d = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-             "print(json.dumps([time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-             "d.returncode, d.stdout, d.stderr]))")
-    done = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True, env=CHILD_ENV, check=True)
-    seconds, peak, code, stdout, stderr = json.loads(done.stdout)
+    seconds, peak, done = _measured(cmd)
+    code, stdout, stderr = done.returncode, done.stdout, done.stderr
     print("command: poslab run --overwrite --no-progress --out DIR  (runs in a process pool of all CPUs)")
     tail = [line for line in stdout.splitlines() if line.startswith("wrote")]
-    print(f"exit {code}; wall {seconds:.1f} s; largest single process peak RSS {_gib(peak * 1024)}; "
+    print(f"exit {code}; wall {seconds:.1f} s; largest single process peak RSS {_gib(peak)}; "
           f"{tail[-1] if tail else stderr.strip()[-300:]}")
 
 
@@ -179,6 +240,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 4096 only, no study")
     parser.add_argument("--no-study", action="store_true", help="skip the default study")
+    parser.add_argument("--issue16", action="store_true",
+                        help="issue 16's targets only: n = 4096 with the whole poslab run, the whole run of a random "
+                             "1,048,576 x 128 table, the default study")
     parser.add_argument("--hugepages", action="store_true",
                         help="keep numpy's madvise(MADV_HUGEPAGE) on large arrays (default: off in every child, "
                              "NUMPY_MADVISE_HUGEPAGE=0: on this project's VM it makes first touch of fresh memory ~5x slower)")
@@ -188,8 +252,10 @@ def main():
     print("# poslab benchmarks:", machine())
     print("children run with NUMPY_MADVISE_HUGEPAGE=" + CHILD_ENV.get("NUMPY_MADVISE_HUGEPAGE", "(numpy default)"))
     with tempfile.TemporaryDirectory(prefix="poslab-bench-") as workdir:
-        for n, dim in SIZES[:1] if args.quick else SIZES:
+        for n, dim in SIZES[:1] if args.quick or args.issue16 else SIZES:
             bench_size(n, dim, workdir)
+        if not args.quick:
+            bench_whole_large(1_048_576, 128, workdir)
         if not (args.quick or args.no_study):
             bench_study(workdir)
 
