@@ -5,7 +5,7 @@ so ``import poslab.analysis`` loads neither pandas nor scipy until a function
 that needs them is used.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 #: Public name -> the submodule that defines it.
 _EXPORTS = {
@@ -33,14 +33,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
