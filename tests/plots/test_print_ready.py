@@ -167,6 +167,11 @@ def test_short_labels():
                                   "rotary(mrope_section=[24, 20, 20], rotary_dim=128)"])
     assert shared == "all runs: rotary, rotary_dim=128"
     assert list(names.values()) == ["factor=4, rope_type=linear", "mrope_section=[24, 20, 20]"]
+    names, _ = short_labels(["rotary(config=src/poslab/data/configs/llama-3.1-8b.json)", "rotary(config=a/b/qwen.json)"])
+    assert list(names.values()) == ["llama-3.1-8b", "qwen"]  # one kind: in the title
+    names, shared = short_labels(["mrope(mrope_section=24,20,20, rope_theta=5)", "mrope(mrope_section=16,20,20, rope_theta=5)"])
+    assert shared == "all runs: mrope, rope_theta=5" and list(names.values()) == ["mrope_section=24,20,20",
+                                                                                  "mrope_section=16,20,20"]
     names, shared = short_labels(["sinusoidal", "learned(source=gpt2)"])
     assert shared == "" and names == {"sinusoidal": "sinusoidal", "learned(source=gpt2)": "learned(source=gpt2)"}
 

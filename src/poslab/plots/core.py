@@ -16,7 +16,7 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import matplotlib
 import numpy as np
@@ -72,7 +72,13 @@ def _split_label(label: str) -> tuple[str, list[str]]:
             items.append(body[start:i].strip())
             start = i + 1
     items.append(body[start:].strip())
-    return m.group(1), [item for item in items if item]
+    joined: list[str] = []  # "mrope_section=24,20,20" (a list written without brackets) stays one item
+    for item in items:
+        if joined and "=" not in item:
+            joined[-1] += "," + item
+        elif item:
+            joined.append(item)
+    return m.group(1), joined
 
 
 def short_labels(labels) -> tuple[dict, str]:
@@ -82,7 +88,8 @@ def short_labels(labels) -> tuple[dict, str]:
     parameter all of them carry with the same value is left out of each name and returned once, for the
     title; when every label is of one kind, the kind too (``rotary(rope_theta=10000, rotary_dim=128,
     rope_type=linear)`` … → ``rope_type=linear`` … and ``"all runs: rotary, rope_theta=10000,
-    rotary_dim=128"``; a run left with no parameter is ``"rotary (defaults)"``).
+    rotary_dim=128"``; a run left with no parameter is ``"rotary (defaults)"``). A path parameter is named by
+    its file's stem (``config=.../llama-3.1-8b.json`` → ``llama-3.1-8b``).
 
     Returns
     -------
@@ -98,13 +105,20 @@ def short_labels(labels) -> tuple[dict, str]:
     one_kind = len(kinds) == 1 and any(items for _, items in split.values())
     names = {}
     for label, (kind, items) in split.items():
-        rest = [item for item in items if item not in shared]
+        rest = [_short_item(item) for item in items if item not in shared]
         names[label] = (", ".join(rest) or f"{kind} (defaults)") if one_kind else \
             f"{kind}({', '.join(rest)})" if rest else kind
     if len(set(names.values())) < len(names):  # factoring out made two names equal: keep the labels
         return {label: str(label) for label in labels}, ""
     shared = ([next(iter(kinds))] if one_kind else []) + shared
     return names, ("all runs: " + ", ".join(shared)) if shared else ""
+
+
+def _short_item(item: str) -> str:
+    """``config=src/poslab/data/configs/llama-3.1-8b.json`` → ``llama-3.1-8b``: a path parameter is named by its file."""
+    _, _, value = item.partition("=")
+    value = value.strip("'\"")
+    return PurePath(value).stem if "/" in value else item
 
 
 def _title_with(title: str | None, shared: str) -> str | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -51,6 +53,8 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
         _check(grid_maps, _MAP_COLUMNS, "grid_maps")
     labels, note = _first(list(pd.unique(grid_profiles["label"])), MAX_GRID_TABLES, "runs with a grid (study order)",
                           "grid_profiles.csv and grid_maps.csv")
+    names, shared = short_labels(labels)
+    title = _title_with(title, shared)
     ncols = 2 if grid_maps is not None else 1
     fig = Figure(figsize=(panel_size * 1.5 * ncols, panel_size * len(labels) + (0.4 if title else 0.0)),
                  layout="constrained")
@@ -65,7 +69,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
             ax.plot(rows["distance"], rows["mean_similarity"], ls=ls, marker=marker, markersize=3, label=metric)
         ax.set_xlabel("distance on the grid (grid steps)")
         ax.set_ylabel("mean cosine similarity")
-        ax.set_title(label, fontsize=9)
+        ax.set_title(textwrap.fill(names[label], 36, break_long_words=False))
         ax.axhline(0.0, color="0.7", lw=0.6)
         ax.legend(fontsize=7)
         if grid_maps is not None:
