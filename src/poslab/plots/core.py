@@ -130,7 +130,8 @@ def _title_with(title: str | None, shared: str) -> str | None:
 
 def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
     """Lay ``fig`` out at the print width of ``settings`` (its height scaled by the square root of the width
-    ratio, so panels keep a readable aspect); at column width a legend to the right moves under the panels."""
+    ratio, so panels keep a readable aspect). A legend to the right moves under the panels at column width,
+    and at page width when beside it the panels of a row would get narrower than :data:`MIN_PANEL_INCHES`."""
     w, h = fig.get_size_inches()
     width = settings.inches
     ratio = width / w if getattr(fig, "height_follows_width", False) else math.sqrt(width / w)
@@ -138,19 +139,30 @@ def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
                         else max(0.42 * width, h * ratio))
     if fig._suptitle is not None:  # a long title wraps at the figure's width
         fig._suptitle.set_wrap(True)
-    if settings.width == "column":
-        for ax in fig.axes:
-            legend = ax.get_legend()
-            if legend is not None and getattr(legend, "beside_panels", False):
-                handles, texts = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
-                legend.remove()
-                longest = max((len(line) for t in texts for line in t.splitlines()), default=0)
-                ncols = 2 if longest <= 24 else 1
-                rows = sum(t.count("\n") + 1 for t in texts) / ncols
-                fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2)  # room for it under the panels
-                fig.legend(handles, texts, loc="outside lower center", ncols=ncols, frameon=False,
-                           fontsize=PRINT_FONTS["legend.fontsize"])
+    panels_in_row = max((sum(1 for other in fig.axes if abs(other.get_position().y1 - ax.get_position().y1) < 1e-6)
+                         for ax in fig.axes), default=1)
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not getattr(legend, "beside_panels", False):
+            continue
+        texts = [t.get_text() for t in legend.get_texts()]
+        longest = max((len(line) for t in texts for line in t.splitlines()), default=0)
+        beside = 0.6 + longest * PRINT_FONTS["legend.fontsize"] * 0.55 / 72  # handle + text at ~0.55 em a character
+        if settings.width == "page" and (width - beside) / panels_in_row >= MIN_PANEL_INCHES:
+            fig.set_figheight(max(fig.get_figheight(), getattr(fig, "legend_inches", 0)))
+            continue
+        handles = legend.legend_handles
+        legend.remove()
+        ncols = 2 if longest <= 24 or settings.width == "page" else 1
+        rows = sum(t.count("\n") + 1 for t in texts) / ncols
+        fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2)  # room for it under the panels
+        fig.legend(handles, texts, loc="outside lower center", ncols=ncols, frameon=False,
+                   fontsize=PRINT_FONTS["legend.fontsize"])
     return fig
+
+
+#: The narrowest panel (inches at print size) beside a legend; below it the legend goes under the panels.
+MIN_PANEL_INCHES = 1.6
 
 
 def _nonempty(tables: dict[str, pd.DataFrame], name: str) -> bool:
@@ -681,6 +693,11 @@ def _finish(fig, handles, title, note, grid_axes=(), decimated: bool = False, ca
     legend = side.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0.0,
                          frameon=False)
     legend.beside_panels = True  # print_figure moves it under the panels at column width
+    lines = sum(t.get_text().count("\n") + 1 for t in legend.get_texts())
+    size = legend.get_texts()[0].get_fontsize() if lines else 0
+    fig.legend_inches = lines * size * 1.5 / 72 + 0.6  # a legend taller than the panels would collapse them
+    if fig.legend_inches > fig.get_figheight():
+        fig.set_figheight(fig.legend_inches)
     if title:
         fig.suptitle(title)
     return _say_left_out(fig, note, decimated, caption)
