@@ -85,3 +85,9 @@ def test_inspect_shows_how_rotary_reads_a_config(tmp_path):
         make_encoding("rotary", config=str(bad))
     out = inspect(bad)
     assert out.exit_code == 2 and f"refused: {refused.value}" in out.output
+
+
+def test_inspect_refuses_an_empty_source():
+    """An empty argument is not the working folder (QA: `poslab inspect ""` listed the folder's files)."""
+    out = inspect("")
+    assert out.exit_code == 2 and "the source is empty" in out.output and "Traceback" not in out.output

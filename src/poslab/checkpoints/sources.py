@@ -421,6 +421,8 @@ def resolve_model(source) -> ModelSource:
         ambiguous cache folder.
     """
     text = os.fspath(source)
+    if not text.strip():  # Path("") is the working folder: never read it for an empty source
+        raise ValueError("the source is empty: give a bundled name, a file, a folder or a Hub id ORG/NAME")
     path = Path(text).expanduser()
     if path.is_symlink() and link_problem(path) and not path.exists():
         raise FileNotFoundError(f"{text}: {link_problem(path)}")
