@@ -52,7 +52,7 @@ def _tables(finished):
     return json.loads((finished / "manifest.json").read_text())["tables"]
 
 
-@pytest.mark.parametrize("table", ["inv_freq.csv", "profiles.csv", "comparison.csv", "summaries.csv", "bootstrap.csv"])
+@pytest.mark.parametrize("table", ["inv_freq.csv", "profiles.csv", "comparison.csv", "summaries.csv", "kernel_heads.csv"])
 def test_a_missing_table_is_refused_naming_it_and_its_figures(finished, tmp_path, table):
     assert table in _tables(finished)
     out = tmp_path / "res"

@@ -35,9 +35,10 @@ def test_exact_runs_leave_their_intervals_empty_and_say_why(result):
     band = p.loc[p["label"] == SINUSOIDAL, ["mean_similarity_ci_low", "mean_similarity_ci_high"]]
     assert band.isna().all().all()
     assert p.loc[p["label"] == NOISY, "mean_similarity_ci_low"].notna().any()
-    boot = result.bootstrap  # the replicates stay: every resample gave the same decay length
-    reps = boot.loc[boot["label"] == SINUSOIDAL, "decay_length"]
-    assert len(reps) == 40 and (reps == s.loc[SINUSOIDAL, "decay_length"]).all()
+    boot = result.bootstrap  # no replicates of an exact run: each would repeat its estimates; the sampled run's stay
+    assert not (boot["label"] == SINUSOIDAL).any()
+    assert (boot.loc[boot["label"] == NOISY, "window"] == s.loc[NOISY, "max_distance"]).sum() == 40
+    assert s.loc[SINUSOIDAL, "n_resamples"] == 40
 
 
 def test_comparison_keeps_exact_and_its_pairs_judge_against_the_estimated_interval(result):

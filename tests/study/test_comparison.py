@@ -104,7 +104,8 @@ def test_per_run_intervals_properties_and_bootstrap_tables(study):
     # band-width intervals are integer positions around the width
     assert (s.loc[~exact, "band_width_0p5_ci_low"] <= s.loc[~exact, "band_width_0p5"]).all()
     boot = result.bootstrap
-    assert (boot["window"] == 255).sum() == 200 * len(s)  # every run at its own window
+    assert (boot["window"] == 255).sum() == 200 * int((~exact).sum())  # every sampled run at its own window
+    assert not boot["label"].isin(s.loc[exact, "label"]).any()  # an exact run's resamples would repeat its estimates
     # the sampled runs' smaller windows (63, 127): summaries only, no refits; exact runs have none there
     nested = boot[boot["window"] < 255]
     assert set(nested["window"]) == {63, 127} and nested["decay_length"].isna().all()

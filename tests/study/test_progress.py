@@ -57,7 +57,8 @@ def test_a_single_run_on_a_pipe_prints_one_plain_line_per_stage(tmp_path):
     assert "fits " in profile and "anchor blocks " in profile
     n_tables = len(list((tmp_path / "res").glob("*.csv")))
     assert any(re.fullmatch(rf"tables: {n_tables}/{n_tables} in \d+\.\d s", line) for line in lines), err
-    assert any(re.fullmatch(r"figures: (\d+)/\1 in \d+\.\d s", line) for line in lines), err
+    n_figures = len(list((tmp_path / "res").glob("*.png")))  # drawn figures, not the figure functions tried
+    assert any(re.fullmatch(rf"figures: {n_figures}/{n_figures} in \d+\.\d s", line) for line in lines), err
     assert any(line.startswith("comparison: ") for line in lines)
     # results and the console summary stay on stdout
     assert "random seed 0" not in result.stdout and "wrote " in result.stdout
@@ -159,3 +160,34 @@ def test_the_bootstrap_callback_changes_nothing():
     parts = [what for what, *_ in calls]
     assert parts == sorted(parts, key=["distances", "refits", "summaries"].index)
     assert calls[-1] == ("summaries", 30, 30) and ("refits", 30, 30) in calls and ("distances", 200, 200) in calls
+
+
+def test_the_figure_count_counts_drawn_figures(tmp_path, monkeypatch):
+    """figures: drawn / drawable (QA: "figures 10/10" counted the figure functions, 5 of which drew nothing); a
+    failed figure is not counted."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from poslab.plots import STUDY_FIGURES
+    from poslab.study.results import drawable, write_figures
+
+    tables = {"summary": pd.DataFrame({"label": ["a"]}), "profiles": pd.DataFrame()}
+    calls = []
+
+    def draws(tables, title):
+        calls.append("ok")
+        return plt.figure()
+
+    def fails(tables, title):
+        raise RuntimeError("broken")
+
+    names = list(STUDY_FIGURES)
+    figures = {names[0]: draws, names[1]: fails, **{n: (lambda t, title: None) for n in names[2:]}}
+    monkeypatch.setattr("poslab.study.results.STUDY_FIGURES", figures)
+    monkeypatch.setattr("poslab.study.results.drawable", lambda tables: names[:2])
+    out = io.StringIO()
+    with pytest.warns(UserWarning, match="could not be drawn"):
+        written = write_figures(tables, tmp_path, progress=Progress(file=out))
+    assert [p.name for p in written] == [names[0]] and calls == ["ok"]
+    assert re.fullmatch(r"figures: 1/2 in \d+\.\d s\n", out.getvalue()), out.getvalue()
+    assert drawable({}) == []

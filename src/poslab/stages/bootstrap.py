@@ -20,7 +20,8 @@ BOOTSTRAP = Table(
     "bootstrap", "run × window × resample",
     "The anchor-block bootstrap's replicates (resampled blocks of anchor positions, the same blocks at every "
     "distance), behind every interval of summary.csv (the run's window) and of window_sensitivity.csv (its smaller "
-    "windows).",
+    "windows). A run without sampling variability (ci_method exact: a kernel run, an exactly translation-invariant "
+    "table) has no rows: each of its resamples would repeat its own estimates.",
     (
         Column("window", "int", "positions", "largest distance of the resampled profile: the run's max_distance, or "
                "a smaller nested window of window_sensitivity.csv (a quarter or half; summaries only)",
@@ -103,15 +104,19 @@ class Bootstrap(Stage):
                     "n_resamples": boot.n_resamples,
                     "block_length": boot.block_length, "n_failed_refits": boot.n_failed,
                     "correlation_length": boot.correlation_length, "interval_widening": boot.widening}
-        frame = pd.DataFrame({"window": ctx.max_distance, "resample": np.arange(boot.n_resamples),
-                              "decay_length": boot.decay_lengths})
-        widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)
-        for j, t in enumerate(boot.thresholds):
-            frame[BAND_WIDTH.member(t)] = widths[:, j]
-        for name, values in boot.summaries.items():
-            frame[name] = np.where(np.isinf(values), np.nan, values)
         frames = [pd.DataFrame({"window": w.max_distance, "resample": np.arange(len(next(iter(w.replicates.values())))),
                                 **{name: np.where(np.isinf(v), np.nan, v) for name, v in w.replicates.items()}})
                   for w in ctx.window_analyses if w.replicates]  # the smaller windows' (summaries only)
-        frame = pd.concat([*frames, frame], ignore_index=True) if frames else frame
+        if not boot.exact:  # an exact run's replicates are n_resamples copies of its estimates: no rows
+            frame = pd.DataFrame({"window": ctx.max_distance, "resample": np.arange(boot.n_resamples),
+                                  "decay_length": boot.decay_lengths})
+            widths = np.where(np.isinf(boot.band_widths), np.nan, boot.band_widths)
+            for j, t in enumerate(boot.thresholds):
+                frame[BAND_WIDTH.member(t)] = widths[:, j]
+            for name, values in boot.summaries.items():
+                frame[name] = np.where(np.isinf(values), np.nan, values)
+            frames.append(frame)
+        if not frames:
+            return Output(summary=summary)
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         return Output(summary=summary, tables={"bootstrap": frame})

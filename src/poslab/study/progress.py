@@ -97,6 +97,12 @@ class _Step:
         return f"{self.name} {self.done}/{self.of} {self.unit}" if self.of else self.name
 
 
+class _Item:
+    """What :meth:`_Task.item` yields: set ``counted`` to False and the item does not count as done."""
+
+    counted = True
+
+
 class _Task:
     """A counted piece of work; its items advance the count."""
 
@@ -119,18 +125,19 @@ class _Task:
                             dynamic_ncols=True, bar_format=bar_format)
 
     @contextlib.contextmanager
-    def item(self, name: str) -> Iterator[None]:
-        """One item of the task (a stage, a table, a figure): counted when it ends without an error.
+    def item(self, name: str) -> Iterator[_Item]:
+        """One item of the task (a stage, a table, a figure): counted when it ends without an error, unless the
+        block sets ``counted = False`` on what it yields (a figure that could not be drawn).
 
         In style ``"lines"`` a task made with ``each=True`` prints a line per item, with its time and the steps
         inside it.
         """
         self.current, self.details, self.item_start = name, [], time.perf_counter()
         self.progress._changed()
-        ok = False
+        ok, item = False, _Item()
         try:
-            yield
-            ok = True
+            yield item
+            ok = item.counted
         finally:
             if ok:
                 if self.each and self.progress.style == "lines":
@@ -139,6 +146,13 @@ class _Task:
                                         f"{details}")
                 self.advance()
             self.current, self.details = None, []
+
+    def set_total(self, total: int | None) -> None:
+        """Change the number of items (the work found more or fewer than it expected)."""
+        self.total = total
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.refresh()
 
     def advance(self, n: int = 1, item: str | None = None) -> None:
         """Count ``n`` more items done; ``item`` names the last one (shown beside the bar)."""

@@ -159,46 +159,68 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     (``decay_curves.png`` beside ``decay_curves.pdf``).
 
     Returns the written paths: none when no run succeeded (nothing to draw).
+    The progress counts drawn figures out of those whose tables have rows
+    (:data:`~poslab.plots.FIGURE_TABLES`): ``figures: 5/5``, or ``4/5`` when one failed.
     """
+    progress = progress if progress is not None else Progress(False)
+    with progress.task("figures", total=len(drawable(tables)), unit="figures") as task:
+        return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings())
+
+
+def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The study figures whose tables are all there with rows (the others draw nothing: :func:`study_figure`)."""
+    return [name for name, needs in FIGURE_TABLES.items()
+            if all(tables.get(t) is not None and len(tables[t]) for t in needs)]
+
+
+def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings) -> list[Path]:
+    written = []
+    expected = set(drawable(tables))
+    for filename, draw in STUDY_FIGURES.items():
+        with task.item(filename) as item:
+            drawn = _draw_figure(filename, draw, tables, folder, title, failed, left_out, settings)
+            written.extend(drawn or [])
+            item.counted = bool(drawn)  # a failed figure is not counted: "4/5"
+            if (drawn is None) == (filename in expected):  # nothing to draw after all, or drawn unexpectedly
+                task.set_total(task.total + (1 if drawn is not None else -1))
+    return written
+
+
+def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, settings) -> list[Path] | None:
+    """Draw one figure into its files; the written paths, None when it has nothing to draw, [] when it failed."""
     import matplotlib
 
-    folder = Path(folder)
-    settings = settings or FigureSettings()
-    written = []
-    progress = progress if progress is not None else Progress(False)
-    for filename, draw in progress.iterate("figures", STUDY_FIGURES.items(), unit="figures", label=lambda f: f[0]):
-        paths = [folder / f"{PurePath(filename).stem}.{fmt}" for fmt in settings.formats]
-        tmps = [path.with_name(f"{_FILE_TMP}{path.name}") for path in paths]  # the suffix picks the format
-        try:
-            with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(settings.rc):
-                warnings.simplefilter("always")
-                fig = draw(tables, title)
-            for w in caught:  # passed on; a figure's "left out" note names the figure
-                if issubclass(w.category, FigureLimitWarning):
-                    if left_out is not None:
-                        left_out[filename] = str(w.message)
-                    warnings.warn(f"{filename} {w.message}", FigureLimitWarning, stacklevel=2)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            if fig is None:
-                continue
-            print_figure(fig, settings)
-            with matplotlib.rc_context(settings.rc):
-                for tmp in tmps:
-                    save_figure(fig, tmp, dpi=PRINT_DPI, close=False)
-            for tmp, path in zip(tmps, paths):
-                os.replace(tmp, path)
-        except Exception as exc:  # a figure never costs the tables, nor the other figures
+    paths = [folder / f"{PurePath(filename).stem}.{fmt}" for fmt in settings.formats]
+    tmps = [path.with_name(f"{_FILE_TMP}{path.name}") for path in paths]  # the suffix picks the format
+    try:
+        with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context(settings.rc):
+            warnings.simplefilter("always")
+            fig = draw(tables, title)
+        for w in caught:  # passed on; a figure's "left out" note names the figure
+            if issubclass(w.category, FigureLimitWarning):
+                if left_out is not None:
+                    left_out[filename] = str(w.message)
+                warnings.warn(f"{filename} {w.message}", FigureLimitWarning, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if fig is None:
+            return None
+        print_figure(fig, settings)
+        with matplotlib.rc_context(settings.rc):
             for tmp in tmps:
-                tmp.unlink(missing_ok=True)
-            message = f"{type(exc).__name__}: {exc}"
-            if failed is not None:
-                failed[filename] = message
-            warnings.warn(f"figure {filename} could not be drawn ({message}); the tables are written. "
-                          "Redraw it with `poslab plot` once fixed", FigureFailedWarning, stacklevel=2)
-            continue
-        written.extend(paths)
-    return written
+                save_figure(fig, tmp, dpi=PRINT_DPI, close=False)
+        for tmp, path in zip(tmps, paths):
+            os.replace(tmp, path)
+    except Exception as exc:  # a figure never costs the tables, nor the other figures
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+        message = f"{type(exc).__name__}: {exc}"
+        if failed is not None:
+            failed[filename] = message
+        warnings.warn(f"figure {filename} could not be drawn ({message}); the tables are written. "
+                      "Redraw it with `poslab plot` once fixed", FigureFailedWarning, stacklevel=2)
+        return []
+    return paths
 
 
 def _arrow_column(series: pd.Series):

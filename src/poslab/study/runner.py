@@ -25,7 +25,7 @@ from .executors import map_unordered
 from .progress import Progress
 from .spec import AnalysisOptions, Run, StudySpec
 
-__all__ = ["RunAnalysis", "StudyResult", "analyse_table", "execute_run", "run_study", "TABLES"]
+__all__ = ["RunAnalysis", "StudyResult", "add_keys", "analyse_table", "execute_run", "run_study", "TABLES"]
 
 #: The tables written for every study, even when empty, in the order they are written.
 TABLES = tuple(name for name, table in SCHEMA.items() if table.always)
@@ -129,10 +129,25 @@ def _keys(spec: StudySpec, run: Run, param_names: list[str]) -> dict:
     return keys
 
 
+def _key_column(value, n: int):
+    """``value`` repeated ``n`` times, with the dtype pandas gives the scalar broadcast over ``n`` rows.
+
+    Text is repeated by Arrow (one buffer copy) instead of pandas' broadcast of a Python string (about half the
+    time at 10^6 rows), the same ``str`` column."""
+    dtype = pd.Series([value]).dtype
+    if isinstance(value, str) and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.array(pa.repeat(pa.scalar(value, pa.large_string()), n), dtype=dtype)
+    return value  # numbers and None: broadcast by pandas, already fast
+
+
 def _with_keys(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
-    # scalars broadcast by pandas: the same frame as [v] * n per column, ~10x faster at 10^6 rows
-    prefix = pd.DataFrame(keys, index=pd.RangeIndex(len(frame)))
-    return pd.concat([prefix, frame.reset_index(drop=True)], axis=1)
+    """``frame`` after columns holding the run's ``keys`` (name -> scalar) on every row."""
+    out = frame.reset_index(drop=True)  # a new frame: inserting leaves ``frame`` as it was
+    for i, (name, value) in enumerate(keys.items()):
+        out.insert(i, name, _key_column(value, len(out)))
+    return out
 
 
 class StageOutputError(RuntimeError):
@@ -155,13 +170,18 @@ def _check_output(stage, out) -> None:
                                    "declaration lacks")
 
 
-def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Progress | None = None
-                ) -> dict[str, pd.DataFrame]:
+def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Progress | None = None, *,
+                keyed: bool = True) -> dict[str, pd.DataFrame]:
     """Generate one run's table and run every stage of the pipeline on it; return its rows of every table.
 
     Never raises for a failing encoding or stage: the run then has only a
     ``summary`` row with ``status = "failed"`` and the error message.
     A plain function of plain data, so any executor can run it.
+
+    ``keyed=False`` leaves the run's keys out of every table but ``summary``
+    (:func:`add_keys` puts them in): a worker process then sends back only
+    what the run computed, not ~10^6 copies of its label (at 10^6 distances,
+    80 of 140 MiB and most of the time to pickle them).
 
     ``progress`` (in this process only) shows the run's stages as they go, with the costly steps inside them
     (:class:`poslab.study.progress.Progress`): the run is a task whose items are its encoding and its stages.
@@ -218,12 +238,20 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Pro
     row["not_applicable"] = "; ".join(skipped) or None
     row["message"] = "; ".join(notes)
     row["seconds"] = time.perf_counter() - t0
-    short = {k: keys[k] for k in RUN_ID}  # tables by distance, position, block: the parameters are in summary
     result = {"summary": pd.DataFrame([row])}
     for table, frames in tables.items():
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        result[table] = _with_keys(frame, short if SCHEMA[table].keys == "short" else keys)
-    return result
+        result[table] = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return add_keys(result, spec, run, param_names) if keyed else result
+
+
+def add_keys(frames: dict[str, pd.DataFrame], spec: StudySpec, run: Run, param_names: list[str]
+             ) -> dict[str, pd.DataFrame]:
+    """The tables of :func:`execute_run` ``(keyed=False)`` with the run's keys in front of every one but ``summary``
+    (which has them): the run identifier in tables by distance, position or block, every key in the others."""
+    keys = _keys(spec, run, param_names)
+    short = {k: keys[k] for k in RUN_ID}  # tables by distance, position, block: the parameters are in summary
+    return {table: frame if table == "summary" else
+            _with_keys(frame, short if SCHEMA[table].keys == "short" else keys) for table, frame in frames.items()}
 
 
 def _lost_run(spec: StudySpec, run: Run, param_names: list[str], error: BaseException) -> dict[str, pd.DataFrame]:
@@ -275,11 +303,11 @@ def run_study(spec: StudySpec, *, progress: bool | Progress = True, executor: st
     outcomes = [None] * len(runs)
     progress = progress if isinstance(progress, Progress) else Progress(bool(progress))
     if len(runs) == 1 and executor == "serial" and progress.enabled:  # in this process: its stages, as they go
-        work = functools.partial(execute_run, spec, param_names=param_names, progress=progress)
+        work = functools.partial(execute_run, spec, param_names=param_names, progress=progress, keyed=False)
         for index, outcome in map_unordered(work, runs, executor=executor):
             outcomes[index] = outcome
     else:
-        work = functools.partial(execute_run, spec, param_names=param_names)
+        work = functools.partial(execute_run, spec, param_names=param_names, keyed=False)
         with progress.task("runs", total=len(runs), unit="runs") as task:
             for index, outcome in map_unordered(work, runs, executor=executor, jobs=jobs, scheduler=scheduler):
                 outcomes[index] = outcome
@@ -289,7 +317,8 @@ def run_study(spec: StudySpec, *, progress: bool | Progress = True, executor: st
     timings: dict[str, float] = {}
     for run, outcome in zip(runs, outcomes):  # in run order, whatever order they completed in
         outcome.reissue()  # the run's warnings (already prefixed with its name), here in this process
-        frames = outcome.value if outcome.error is None else _lost_run(spec, run, param_names, outcome.error)
+        frames = add_keys(outcome.value, spec, run, param_names) if outcome.error is None \
+            else _lost_run(spec, run, param_names, outcome.error)
         for name, frame in frames.items():
             collected.setdefault(name, []).append(frame)
         timings[run.label if run.seed is None else f"{run.label} [seed {run.seed}]"] = float(
