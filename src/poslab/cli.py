@@ -140,7 +140,10 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     try:
         progress = Progress(progress)  # on stderr; results and the summary go to stdout
-        result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
+        if executor == "processes" and len(runs) == 1:  # no worker to start, nothing to send back (_in_a_thread)
+            result = _in_a_thread(lambda: run_study(spec, progress=progress, executor="serial"))
+        else:
+            result = run_study(spec, progress=progress, executor=executor, jobs=jobs, scheduler=scheduler)
     except (ImportError, OSError) as exc:  # no poslab[dask], or no scheduler at that address
         raise BadInput(str(exc)) from None
     failed = result.summary[result.summary["status"] != "ok"]
@@ -170,6 +173,46 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
                         f"(see {out / 'manifest.json'}, failed_figures)")
     if problems:
         raise click.ClickException("; ".join(problems))
+
+
+def _in_a_thread(call):
+    """``call()`` in a thread of this process while the main thread waits for it; its value, or its exception.
+
+    How ``poslab run`` runs a study of one run: a worker process would cost
+    a process start and its imports and send the run's tables back through
+    a pipe (at 10^6 distances ~60 MiB to pickle), for nothing, since this
+    process waits anyway. What the worker gave is kept: Ctrl-C and SIGTERM
+    act at once while the run is deep in one long numpy or scipy call,
+    because their Python handlers run in the main thread, which only waits
+    (CPython runs signal handlers in the main thread alone, and numpy's and
+    scipy's long loops release the GIL); the exception they raise unwinds
+    the command, which exits with 130 or 143 with nothing written (the
+    results folder is only made once the analysis has finished), and the
+    daemon thread ends with the process. Not kept: a C routine that holds
+    the GIL for minutes delays Ctrl-C until it returns, and a run that
+    crashes the interpreter (a segfault in native code, the out-of-memory
+    killer) ends the command instead of being a failed row (the memory
+    check before any work refuses runs larger than the machine, see
+    poslab.study.budget); ``--jobs 1`` with several runs, or any study of
+    several runs, still uses worker processes.
+    """
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the main thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="poslab-run", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.25)  # the main thread wakes up for a signal's handler, which raises here
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _interval(value, low, high, fmt) -> str:

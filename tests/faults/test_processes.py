@@ -141,13 +141,16 @@ stuck = true
 def test_a_single_run_stuck_in_native_code_still_stops(tmp_path, poslab, sig, code, said):
     """One run, default executor, deep in one C call that never checks for signals: Ctrl-C / SIGTERM still act.
 
-    It used to run in the poslab process itself, whose signal handlers wait for the C call to return (minutes).
+    The run is in a thread of the poslab process (no worker for a single run: poslab.cli._in_a_thread); the main
+    thread only waits, so the signal's handler runs at once (the C call releases the GIL, as numpy's and scipy's
+    long loops do). Before the worker processes it ran in the main thread, whose handlers wait for the C call to
+    return (minutes).
     """
     study = tmp_path / "stuck.toml"
     study.write_text(STUCK)
     p = poslab(["run", study, "--out", tmp_path / "res", "--no-progress"])
     (worker,) = wait_for(p.started, 30, "the run to start")
-    assert worker != p.process.pid  # the run is in a worker process
+    assert worker == p.process.pid  # the run is in poslab's own process (a thread)
     helpers = descendants(p.process.pid)
     _interrupt(p, sig)
     status, output = p.finish(20)
