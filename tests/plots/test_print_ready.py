@@ -3,6 +3,7 @@ marks visible on their curves, legend entries only for what is drawn, PDF / SVG 
 redrawn identically by ``poslab plot`` from the tables alone."""
 
 import json
+import struct
 
 import matplotlib
 import matplotlib.colors as mcolors
@@ -17,8 +18,9 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from poslab.cli import main
-from poslab.plots import STUDY_FIGURES
-from poslab.plots.core import MIN_FONT_POINTS, WIDTHS, FigureSettings, print_figure, short_labels
+from poslab.plots import STUDY_FIGURES, save_figure
+from poslab.plots.core import MIN_FONT_POINTS, PRINT_DPI, WIDTHS, FigureSettings, print_figure, short_labels
+from poslab.plots.core import _lay_out as _layout_once
 from poslab.plots.training import plot_band_emergence
 from poslab.study import load_study, read_results, run_study, write_results
 from poslab.study.spec import StudyError, parse_study
@@ -66,17 +68,36 @@ def results(tmp_path_factory):
     return write_results(result, folder / "out")
 
 
-def _drawn(tables, width):
+def _lay_out(fig, settings):
+    """Print layout as ``poslab run`` saves the figure (laid out once at print size), then drawn."""
+    print_figure(fig, settings)
+    _layout_once(fig, PRINT_DPI)
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+def _draw_all(tables, width):
     settings = FigureSettings(width=width)
     out = {}
     for name, draw in STUDY_FIGURES.items():
         with matplotlib.rc_context(settings.rc):
             fig = draw(tables, "print: a title as long as the study's own, with its window and distances")
         if fig is not None:
-            print_figure(fig, settings)
-            FigureCanvasAgg(fig).draw()
-            out[name] = fig
+            out[name] = _lay_out(fig, settings)
     return out
+
+
+@pytest.fixture(scope="module")
+def drawn(results):
+    """width -> every study figure of ``results`` drawn at that print width (drawn once, read by every test)."""
+    tables, cache = read_results(results), {}
+
+    def at(width):
+        if width not in cache:
+            cache[width] = _draw_all(tables, width)
+        return cache[width]
+
+    return at
 
 
 def _texts(fig):
@@ -100,12 +121,11 @@ def _emergence_summary():
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
-def test_every_text_inside_the_figure_at_7_points_or_more(results, width):
-    figures = _drawn(read_results(results), width)
+def test_every_text_inside_the_figure_at_7_points_or_more(drawn, width, tmp_path):
+    figures = dict(drawn(width))
     with matplotlib.rc_context(FigureSettings(width=width).rc):
-        figures["band_emergence.png"] = plot_band_emergence(_emergence_summary(), title="emergence")
-    print_figure(figures["band_emergence.png"], FigureSettings(width=width))
-    FigureCanvasAgg(figures["band_emergence.png"]).draw()
+        figures["band_emergence.png"] = _lay_out(plot_band_emergence(_emergence_summary(), title="emergence"),
+                                                 FigureSettings(width=width))
     assert {"similarity_heatmaps.png", "decay_curves.png", "decay_lengths.png", "rope_geometry.png"} <= set(figures)
     for name, fig in figures.items():
         assert fig.get_figwidth() == pytest.approx(WIDTHS[width]), name
@@ -116,14 +136,22 @@ def test_every_text_inside_the_figure_at_7_points_or_more(results, width):
             extent = text.get_window_extent(renderer)
             assert box.contains(extent.x0, extent.y0) and box.contains(extent.x1, extent.y1), \
                 (name, width, text.get_text()[:60], extent, fig.bbox)
+    save_figure(figures["band_emergence.png"], tmp_path / "emergence.png", dpi=PRINT_DPI)
+    assert _png_size(tmp_path / "emergence.png")[0] == round(WIDTHS[width] * PRINT_DPI)  # the file: the width, exactly
+
+
+def _png_size(path):
+    """(width, height) in pixels from a PNG's header."""
+    head = path.read_bytes()[:24]
+    return struct.unpack(">II", head[16:24])
 
 
 def _rgba(colour):
     return tuple(np.round(mcolors.to_rgba(colour), 3))
 
 
-def test_marks_differ_from_their_curves_and_legends_show_only_what_is_drawn(results):
-    for name, fig in _drawn(read_results(results), "page").items():
+def test_marks_differ_from_their_curves_and_legends_show_only_what_is_drawn(drawn):
+    for name, fig in drawn("page").items():
         for ax in fig.axes:
             curves = {_rgba(ln.get_color()) for ln in ax.get_lines() if ln.get_linestyle() not in ("None", "")}
             for mark in ax.get_lines():
@@ -146,15 +174,15 @@ def test_marks_differ_from_their_curves_and_legends_show_only_what_is_drawn(resu
                         (name, text.get_text())
 
 
-def test_heatmaps_say_their_block_size_and_what_the_diagonal_is(results):
-    fig = _drawn(read_results(results), "page")["similarity_heatmaps.png"]
+def test_heatmaps_say_their_block_size_and_what_the_diagonal_is(drawn):
+    fig = drawn("page")["similarity_heatmaps.png"]
     panels = [ax for ax in fig.axes if ax.get_images()]
     assert panels and all(ax.get_title().endswith("8 × 8 block means") for ax in panels)  # 96 positions / 12 bins
     assert any("off-diagonal pairs" in t.get_text() for t in _texts(fig))
 
 
-def test_identical_curves_are_named_and_shared_parameters_factored_out(results):
-    figures = _drawn(read_results(results), "page")
+def test_identical_curves_are_named_and_shared_parameters_factored_out(drawn):
+    figures = drawn("page")
     texts = [t.get_text() for t in _texts(figures["decay_curves.png"])]
     assert any("lies under" in t and "their profiles are identical" in t for t in texts)  # the two layouts
     rope = [t.get_text() for t in _texts(figures["rope_geometry.png"])]
@@ -192,6 +220,8 @@ def test_formats_width_in_the_manifest_and_plot_redraws_identically(results):
         for fmt in ("png", "svg"):
             assert (results / f"{stem}.{fmt}").stat().st_size > 0
         assert f"{stem}.svg" in meta["figures"] and not (results / f"{stem}.pdf").exists()
+    for png in results.glob("*.png"):  # every figure the study's width exactly, at 300 dpi (README)
+        assert _png_size(png)[0] == round(WIDTHS["page"] * PRINT_DPI), png.name
     before = {p.name: p.read_bytes() for p in results.glob("*.png")}
     outcome = CliRunner().invoke(main, ["plot", str(results)])
     assert outcome.exit_code == 0, outcome.output

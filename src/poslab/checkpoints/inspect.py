@@ -93,16 +93,30 @@ def inspect_source(source, key: str | None = None) -> str:
     return report + _provenance(selection.checkpoint.model) + _learned_check(text, key)
 
 
-def _no_table(report: str, readable: bool, text: str, reason: str) -> str:
+def _no_table(report: str, readable: bool | str, text: str, reason: str) -> str:
     """No learned table: the report with how ``rotary config =`` reads the config, or :class:`NoTableError`.
 
     A config that ``rotary config = text`` reads is an answer, not a failure: its positions are RoPE, and
-    the report says so and what to write. Anything else would be refused by every study (exit 2).
+    the report says so and what to write (``kind = "mrope"`` for a config with an M-RoPE section: its
+    image and video positions are on a t × h × w grid). A config whose RoPE cannot be read is refused
+    with the rotary entry's own reason in the report (what it found, what to write; no inventory of
+    default values it would not use) and why there is no learned table; anything else would be refused
+    by every study (exit 2).
     """
+    if readable == "mrope":
+        return (f"{report}\nused: no learned position table: the model's positions are M-RoPE, read as above; "
+                f"analyse them with kind = \"mrope\", config = {text!r} (grid = \"TxHxW\" for image or video "
+                f"positions; none: text tokens), or as 1-D RoPE with kind = \"rotary\", config = {text!r} "
+                "(text tokens only)")
     if not readable:
+        if report.startswith(_REFUSED):  # the config's RoPE refused (the report says why and what to write)
+            raise NoTableError(report, f"{reason}; nor RoPE from its config (refused above, with what to write)")
         raise NoTableError(report, reason)
     return (f"{report}\nused: no learned position table: the model's positions are RoPE, read as above; "
             f"analyse them with kind = \"rotary\", config = {text!r}")
+
+
+_REFUSED = "as rotary config = "
 
 
 def _provenance(model) -> str:
@@ -145,8 +159,9 @@ def _report_so_far(text: str, key: str | None) -> str:
     return describe_selection(selection) + _provenance(selection.checkpoint.model)
 
 
-def _rotary_reading(text: str) -> tuple[str | None, bool]:
-    """How ``rotary config = text`` reads the source's config.json (or refuses it), and whether it reads it.
+def _rotary_reading(text: str) -> tuple[str | None, bool | str]:
+    """How ``rotary config = text`` reads the source's config.json (or refuses it), and whether it reads it
+    (``"mrope"``: it does, and the config has an M-RoPE section).
 
     ``(None, False)`` without a config.json. A config with several RoPEs reads when the entry names a
     layer type (the inventory says which).
@@ -166,17 +181,18 @@ def _rotary_reading(text: str) -> tuple[str | None, bool]:
         inv = read_rope_inventory(text)
     except ValueError as exc:
         return f"as rotary config = {text!r}: refused: rotary: config: {exc}", False
-    lines = [describe_inventory(inv, text)]
     try:
         cfg = Rotary(config=text).read_config()
-    except ValueError as exc:  # several RoPEs: the entry must name a layer type (said above)
-        if len(inv.layer_types) < 2:
-            lines.append(f"as rotary config = {text!r}: refused: {exc}")
-            return "\n".join(lines), False
-        return "\n".join(lines), True
+    except ValueError as exc:  # several RoPEs: the entry must name a layer type (said below)
+        if len(inv.layer_types) < 2:  # refused: no inventory, whose values would be the defaults it refuses
+            return f"as rotary config = {text!r}: refused: {exc}", False
+        return describe_inventory(inv, text), True
     width = f"head_dim {cfg.head_dim}" if cfg.head_dim is not None else "head width: the study's dim"
-    lines.insert(0, f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}")
-    return "\n".join(lines), True
+    section = "" if cfg.mrope_section is None else \
+        f", mrope_section {','.join(map(str, cfg.mrope_section))} (M-RoPE: t, h, w axes)"
+    lines = [f"as rotary config = {text!r}: rope_type {cfg.rope_type!r}, rope_theta {cfg.rope_theta:g}, {width}"
+             + section, describe_inventory(inv, text)]
+    return "\n".join(lines), "mrope" if cfg.mrope_section is not None else True
 
 
 def _ranges(layers) -> str:

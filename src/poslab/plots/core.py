@@ -21,11 +21,15 @@ from pathlib import Path, PurePath
 import matplotlib
 import numpy as np
 import pandas as pd
-import seaborn as sns
+from matplotlib.colors import to_rgb
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import findfont, get_font
+from matplotlib.ft2font import LoadFlags
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogFormatterSciNotation, MaxNLocator
 
 from .._figure_settings import FORMATS, MIN_FONT_POINTS, PRINT_DPI, PRINT_FONTS, WIDTHS, FigureSettings
 from ..stages.heatmap import HEATMAPS
@@ -141,6 +145,7 @@ def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
         fig._suptitle.set_wrap(True)
     panels_in_row = max((sum(1 for other in fig.axes if abs(other.get_position().y1 - ax.get_position().y1) < 1e-6)
                          for ax in fig.axes), default=1)
+    beside_inches = 0.0
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None or not getattr(legend, "beside_panels", False):
@@ -150,6 +155,7 @@ def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
         beside = 0.6 + longest * PRINT_FONTS["legend.fontsize"] * 0.55 / 72  # handle + text at ~0.55 em a character
         if settings.width == "page" and (width - beside) / panels_in_row >= MIN_PANEL_INCHES:
             fig.set_figheight(max(fig.get_figheight(), getattr(fig, "legend_inches", 0)))
+            beside_inches = beside
             continue
         handles = legend.legend_handles
         legend.remove()
@@ -158,7 +164,39 @@ def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
         fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2)  # room for it under the panels
         fig.legend(handles, texts, loc="outside lower center", ncols=ncols, frameon=False,
                    fontsize=PRINT_FONTS["legend.fontsize"])
+    _fit_texts(fig, beside_inches)
     return fig
+
+
+def _fit_texts(fig: Figure, beside: float = 0.0) -> None:
+    """Wrap, at spaces, the texts that would be wider than their room at ``fig``'s size: each panel's title and
+    x label to its column's width (the figure's width less ``beside`` inches of legend and a colorbar's room,
+    shared by the columns),
+    its y label to its row's height, and the entries of a legend under the panels to the figure's width shared
+    by its columns. The saved file is the figure's size (:func:`save_figure`): what does not fit is not drawn."""
+    width, height = fig.get_size_inches()
+    if any(ax.get_subplotspec() is None and ax.get_position().height > ax.get_position().width for ax in fig.axes):
+        beside += 0.75  # a colorbar right of the panels, with its ticks and label
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is None:  # a colorbar: laid out beside its panels
+            continue
+        nrows, ncols = spec.get_gridspec().get_geometry()
+        column = (width - beside) * len(spec.colspan) / ncols - 0.15
+        row = height * len(spec.rowspan) / nrows - 0.35
+        for text, room in ((ax.title, column), (ax.xaxis.label, column), (ax.yaxis.label, row)):
+            _wrap_text(text, room)
+    for legend in fig.legends:
+        room = (width - 0.2) / max(1, legend._ncols) - 0.45  # the handle and its gap: ~0.45 in
+        for text in legend.get_texts():
+            _wrap_text(text, room)
+
+
+def _wrap_text(text, inches: float) -> None:
+    """Break ``text``'s lines at spaces so that none is wider than ``inches`` (mathtext is left as it is)."""
+    label = text.get_text()
+    if label and "$" not in label and inches > 0:
+        text.set_text(_wrapped(label, text.get_fontproperties(), inches * 72, 72))
 
 
 #: The narrowest panel (inches at print size) beside a legend; below it the legend goes under the panels.
@@ -213,9 +251,16 @@ def curve_palette(n: int) -> list:
     the 7th curve on (black comes first); beyond 10 curves, "husl".
     """
     if n > 10:
+        import seaborn as sns  # only here: its import (~0.15 s, and pyplot's) is not paid for a palette
+
         return sns.color_palette("husl", n)
-    cb = sns.color_palette("colorblind")
+    cb = [to_rgb(c) for c in _COLORBLIND]
     return [cb[0], cb[3], cb[2], cb[4], (0.1, 0.1, 0.1), cb[9], cb[1], cb[5], cb[7], cb[8]][:n]
+
+
+#: seaborn's "colorblind" palette (``seaborn.color_palette("colorblind").as_hex()``, from Okabe & Ito's colours).
+_COLORBLIND = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
+               "#56b4e9")
 
 
 def _check_frame(df, required, name):
@@ -398,11 +443,12 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(panel_size * ncols + 1.0, panel_size * nrows + (0.4 if title else 0.0)),
                  layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    grid = fig.add_gridspec(nrows, ncols)
+    axes = [fig.add_subplot(grid[k // ncols, k % ncols]) for k in range(n)]  # no empty panel made and removed
     cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")
     width = 20  # characters of a panel title's line: ~1.4 in at 8 pt, a panel's width at page width
     names, shared = short_labels(labels)
-    image, sizes = None, []
+    image, sizes, title_lines = None, [], [0] * nrows
     for k, (ax, label) in enumerate(zip(axes, labels)):
         rows, shown = _pick_seed(by_label(label), seed)
         mat, extent = _block_matrix(rows, label)
@@ -412,6 +458,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         text = _with_scale(names[label] if shown is None else f"{names[label]}, seed {shown}", label, scales or {})
         ax.set_title(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
                      + f"\n{sizes[-1]} block means")
+        title_lines[k // ncols] = max(title_lines[k // ncols], ax.get_title().count("\n") + 1)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=2, integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
         ax.tick_params(labelsize=7)
@@ -419,13 +466,24 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
             ax.set_xlabel("position j")
         if k % ncols == 0:
             ax.set_ylabel("position i")
-    for ax in axes[n:]:
-        ax.remove()
-    cbar = fig.colorbar(image, ax=list(axes[:n]), shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
+    if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one column: the width to the panels
+        cbar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.8, aspect=30)
+    else:
+        cbar = fig.colorbar(image, ax=axes, shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
     cbar.set_label(_scale_label(scales or {}, labels))
     title = _title_with(title, shared)
     if title:
         fig.suptitle(title)
+    # room for the panels' titles beyond two lines, at print size (the figure is scaled to the print width); in one
+    # column (colorbar under the panels), each row's square panel as wide as its column allows (less the ticks)
+    printed = matplotlib.rcParams["figure.figsize"][0]
+    scale = printed / fig.get_figwidth()
+    if printed <= WIDTHS["column"]:
+        side = (printed - 0.4) / ncols - 0.6
+        fig.set_figheight((nrows * (side + 0.5) + sum(title_lines) * 0.15 + 0.6 + (0.5 if title else 0.0)
+                           + 0.8) / scale)  # rows, their titles, the colorbar, the title, the caption
+    else:
+        fig.set_figheight(fig.get_figheight() + sum(max(0, lines - 2) for lines in title_lines) * 0.16 / scale)
     fig.height_follows_width = True  # square panels: print_figure scales the height with the width
     caption = ["Each cell is the mean over a block of position pairs (its size above each panel). A diagonal "
                "block's mean includes "
@@ -704,7 +762,13 @@ def _finish(fig, handles, title, note, grid_axes=(), decimated: bool = False, ca
 
 
 def save_figure(fig, path, *, dpi=150, close: bool = True) -> None:
-    """Write ``fig`` to ``path`` and close it (unless ``close`` is False: another format follows).
+    """Write ``fig`` to ``path`` at its own size and close it (unless ``close`` is False: another format follows).
+
+    The file is the figure's size exactly (a figure laid out by :func:`print_figure` at 3.5 in is 3.5 in
+    wide): its layout engine (constrained layout) fits every text and legend inside, so the canvas is not
+    cropped or grown to its contents (``bbox_inches="tight"`` drew every figure twice and made a 3.5 in figure
+    3.6-4.2 in). The layout is computed at the first save and kept for the next ones (the figure's layout
+    engine is set to none), so a second format draws the same positions without laying it out again.
 
     Parameters
     ----------
@@ -720,10 +784,117 @@ def save_figure(fig, path, *, dpi=150, close: bool = True) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight", format=None if path.suffix else "png")
+    fmt = path.suffix[1:].lower() if path.suffix else "png"
+    _lay_out(fig, dpi)
+    # PNG: zlib level 1 instead of 6 (~40 % less time encoding, files ~10-20 % larger; the pixels are the same)
+    fig.savefig(path, dpi=dpi, format=fmt, **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))
     pyplot = sys.modules.get("matplotlib.pyplot")  # only pyplot-managed figures need closing
     if close and pyplot is not None:
         pyplot.close(fig)
+
+
+def _lay_out(fig: Figure, dpi: float) -> None:
+    """Run ``fig``'s layout engine once, at ``dpi`` on an Agg canvas, and keep its positions (the engine removed).
+
+    ``savefig`` with a layout engine draws the whole figure twice: once without rendering, to lay it out,
+    then for the file. Laid out here, the file is drawn once, and a second format keeps the same positions."""
+    engine = fig.get_layout_engine()
+    if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # none, or laid out already
+        return
+
+    old_dpi = fig.dpi
+    fig.set_dpi(dpi)
+    try:
+        if type(fig.canvas) is not FigureCanvasAgg:
+            FigureCanvasAgg(fig)  # a Figure() has a base canvas, without the renderer text is measured with
+        for ax in fig.axes:  # log axes' labels as text, not mathtext (parsing each "$10^{k}$" took ~30 ms)
+            for axis in (ax.xaxis, ax.yaxis):
+                for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                                 (axis.get_minor_formatter, axis.set_minor_formatter)):
+                    if type(formatter := get()) is LogFormatterSciNotation:
+                        put(_LogFormatterText(formatter._base, labelOnlyBase=formatter.labelOnlyBase,
+                                              minor_thresholds=formatter.minor_thresholds))
+        for text in (fig._suptitle, fig._supxlabel):
+            if text is not None and text.get_wrap() and not text.get_usetex() and "$" not in text.get_text():
+                # wrapped once here: matplotlib re-wraps a wrapped text, measuring it word by word, each time
+                # the text is measured (~15 times a layout)
+                text.set_text(_wrapped(text.get_text(), text.get_fontproperties(),
+                                       fig.bbox.width - 2 * WRAP_MARGIN_INCHES * fig.dpi, fig.dpi))
+                text.set_wrap(False)
+        engine.execute(fig)
+    finally:
+        fig.set_dpi(old_dpi)
+    # no engine at all: with one, even a placeholder, savefig draws the figure once without rendering first
+    auto = matplotlib.rcParams["figure.autolayout"] or matplotlib.rcParams["figure.constrained_layout.use"]
+    fig.set_layout_engine("none" if auto else None)
+
+
+class _LogFormatterText(LogFormatterSciNotation):
+    """matplotlib's log-axis labels (``10⁻¹``, ``10³``, ``2×10⁰``) written with Unicode superscripts instead of
+    mathtext: the same labels, without parsing a mathtext expression per label (the first parse of each took
+    ~30 ms). A label of another form is left as matplotlib writes it."""
+
+    def __call__(self, x, pos=None):
+        label = super().__call__(x, pos)
+        if m := _MATH_POWER.fullmatch(label):
+            sign, coeff, base, exponent = m.groups()
+            return f"{'−' if sign else ''}{coeff + '×' if coeff else ''}{base}{exponent.translate(_SUPERSCRIPTS)}"
+        if m := _MATH_NUMBER.fullmatch(label):
+            return m.group(1).replace("-", "−")
+        return label
+
+
+_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_MATH_POWER = re.compile(r"\$\\mathdefault\{(-?)(?:([\d.]+)\\times)?(\d+)\^\{(-?\d+)\}\}\$")
+_MATH_NUMBER = re.compile(r"\$\\mathdefault\{(-?[\d.]+)\}\$")
+
+#: Room (inches) kept on each side of a figure's title and caption when they are wrapped at the figure's width.
+WRAP_MARGIN_INCHES = 0.08
+
+
+def _wrapped(text: str, prop, width: float, dpi: float) -> str:
+    """``text`` with its lines broken at spaces so that each is at most ``width`` pixels wide at ``dpi``.
+
+    Greedy, like matplotlib's ``Text(wrap=True)``, but measured from the font's advance widths (unhinted, no
+    kerning: within ~1 % of the drawn width at 300 dpi; 2 % is allowed for) instead of laying out every
+    candidate line. A word wider than ``width`` is broken after a "=", "_", "/" or "," (a parameter's name, a
+    path), and otherwise stays whole on its own line."""
+    font = get_font(findfont(prop))
+    font.set_size(prop.get_size_in_points(), dpi)
+    advance = {}
+
+    def measure(part: str) -> float:
+        for ch in part:
+            if ch not in advance:
+                glyph = font.load_char(ord(ch), flags=LoadFlags.NO_HINTING) if font.get_char_index(ord(ch)) else None
+                advance[ch] = glyph.linearHoriAdvance / 65536 if glyph else 0.6 * prop.get_size_in_points() * dpi / 72
+        return 1.02 * sum(advance[ch] for ch in part)
+
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        words = []  # (text, what joins it to the word before on a line)
+        for word in paragraph.split(" "):  # a word wider than the room is broken after "=", "_", "/" or ","
+            joint = " "
+            while measure(word) > width and (cut := _break_at(word, lambda part: measure(part) <= width)):
+                words.append((word[:cut], joint))
+                word, joint = word[cut:], ""
+            words.append((word, joint))
+        for word, joint in words:
+            candidate = f"{line}{joint}{word}" if line else word
+            if line and measure(candidate) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = candidate
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _break_at(word: str, fits) -> int:
+    """The last place after a "=", "_", "/" or "," where the start of ``word`` still ``fits`` (0: none)."""
+    cuts = [i + 1 for i, ch in enumerate(word[:-1]) if ch in "=_/,"]
+    return max((cut for cut in cuts if fits(word[:cut])), default=0)
 
 
 @study_figure("similarity_heatmaps.png", tables=("heatmaps", "summary"))

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..stages.grid import GRID_MAPS, GRID_PROFILES
-from .core import MAX_CURVES, MAX_GRID_TABLES, _first, _say_left_out, _title_with, short_labels, study_figure
+from .core import MAX_CURVES, MAX_GRID_TABLES, WIDTHS, _first, _say_left_out, _title_with, short_labels, study_figure
 from .core import _check_frame as _check
 
 __all__ = ["plot_grid_profiles", "plot_grid_axes", "grid_figure", "grid_axes_figure"]
@@ -68,6 +71,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
             ls, marker = _STYLE.get(metric, ("-", None))
             ax.plot(rows["distance"], rows["mean_similarity"], ls=ls, marker=marker, markersize=3, label=metric)
         ax.set_xlabel("distance on the grid (grid steps)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("mean cosine similarity")
         ax.set_title(textwrap.fill(names[label], 36, break_long_words=False))
         ax.axhline(0.0, color="0.7", lw=0.6)
@@ -91,6 +95,8 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
             ax.set_title(f"similarity to {where}", fontsize=9)
             ax.set_xlabel("column")
             ax.set_ylabel("row")
+            for axis in (ax.xaxis, ax.yaxis):  # rows and columns are whole numbers
+                axis.set_major_locator(MaxNLocator(integer=True))
     if image is not None:
         fig.colorbar(image, ax=list(axes[:, 1]), shrink=0.8, label="cosine similarity")
     if title:
@@ -105,7 +111,14 @@ def grid_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Fi
     if profiles is None or len(profiles) == 0:
         return None
     maps = tables.get("grid_maps")
-    return plot_grid_profiles(profiles, maps if maps is not None and len(maps) else None, title=title)
+    return plot_grid_profiles(profiles, maps if maps is not None and len(maps) else None, title=_grid_title(title))
+
+
+def _grid_title(title: str | None) -> str | None:
+    """The study title for a grid figure: its "distances up to N" are distances in the sequence (positions), not the
+    grid distances these panels draw (grid steps), and it says so."""
+    return re.sub(r"\bdistances up to (\d+)", r"sequence distances up to \1 (panels: grid steps)", title) if title \
+        else title
 
 
 def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, panel_size: float = 3.6) -> Figure:
@@ -129,9 +142,15 @@ def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, pan
                           "grid_profiles.csv")
     names, shared = short_labels(labels)
     title = _title_with(title, shared)
-    fig = Figure(figsize=(panel_size * 1.3 * len(axes_present), panel_size + 1.2 + (0.4 if title else 0.0)),
-                 layout="constrained")
-    axs = fig.subplots(1, len(axes_present), squeeze=False, sharey=True)[0]
+    if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
+        fig = Figure(figsize=(panel_size * 1.3, panel_size * 0.6 * len(axes_present) + 1.2 + (0.4 if title else 0.0)),
+                     layout="constrained")
+        axs = fig.subplots(len(axes_present), 1, squeeze=False, sharey=True)[:, 0]
+        fig.height_follows_width = True
+    else:
+        fig = Figure(figsize=(panel_size * 1.3 * len(axes_present), panel_size + 1.2 + (0.4 if title else 0.0)),
+                     layout="constrained")
+        axs = fig.subplots(1, len(axes_present), squeeze=False, sharey=True)[0]
     for ax, metric in zip(axs, axes_present):
         for label in labels:
             rows = grid_profiles[(grid_profiles["label"] == label) & (grid_profiles["metric"] == metric)]
@@ -140,6 +159,7 @@ def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, pan
             rows = rows.sort_values("distance")
             ax.plot(rows["distance"], rows["mean_similarity"], marker="o", markersize=3, label=names[label])
         ax.set_xlabel(f"distance along {_AXES[metric]}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # grid steps
         ax.set_title(f"pairs differing in {_AXES[metric].split()[0]} only", fontsize=9)
         ax.axhline(0.0, color="0.7", lw=0.6)
     axs[0].set_ylabel("mean cosine similarity")
@@ -157,4 +177,4 @@ def grid_axes_figure(tables: dict[str, pd.DataFrame], title: str | None = None) 
     profiles = tables.get("grid_profiles")
     if profiles is None or len(profiles) == 0:
         return None
-    return plot_grid_axes(profiles, title=title)
+    return plot_grid_axes(profiles, title=_grid_title(title))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import PurePath
 
@@ -132,11 +133,12 @@ def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(
     for label, colour in zip(labels, palette):
         rows = nope_temperature[nope_temperature["label"] == label].sort_values("position")
         ax.step(rows["position"] + 1, rows["query_scale"], where="post", color=colour, lw=1.4)
-        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(label, 40, break_long_words=False)))
+        name = re.sub(r"config=([^,)]+)", lambda m: "config=" + PurePath(m.group(1)).stem, str(label))  # the file
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(name, 40, break_long_words=False)))
     ax.set_xscale("log")
     ax.set_xlabel("position p + 1")
     ax.set_ylabel("query scale on layers without RoPE")
-    ax.set_title("NoPE query temperature (no positional geometry: only this)", fontsize=10)
+    ax.set_title("NoPE query temperature (no positional geometry: only this)")
     return _finish(fig, handles, title, note, (ax,))
 
 
@@ -200,8 +202,13 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, summary: 
     names = {row["label"]: _short_label(row) for _, row in runs.iterrows()}
     palette = curve_palette(len(labels))
     w, h = panel_size
-    fig = Figure(figsize=(2 * w + 3.2, h), layout="constrained")
-    ax_s, ax_b = fig.subplots(1, 2, sharex=True)
+    if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
+        fig = Figure(figsize=(w + 2.4, 2 * h), layout="constrained")
+        ax_s, ax_b = fig.subplots(2, 1, sharex=True)
+        fig.height_follows_width = True
+    else:
+        fig = Figure(figsize=(2 * w + 3.2, h), layout="constrained")
+        ax_s, ax_b = fig.subplots(1, 2, sharex=True)
     ax_s.set_xscale("log")  # before drawing: the decimation bins geometrically on a log axis
     handles, decimated = [], False
     profile_rows, decay_rows = _LabelRows(profiles), _LabelRows(rope_decay)
