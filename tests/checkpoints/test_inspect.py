@@ -91,3 +91,31 @@ def test_inspect_refuses_an_empty_source():
     """An empty argument is not the working folder (QA: `poslab inspect ""` listed the folder's files)."""
     out = inspect("")
     assert out.exit_code == 2 and "the source is empty" in out.output and "Traceback" not in out.output
+
+
+def test_inspect_refuses_a_config_without_rope_naming_what_it_found(tmp_path):
+    """QA: an unknown model_type with no RoPE key printed a generic 'rope_theta 10000' inventory before refusing,
+    and the error spoke only of weights. The refusal comes first (what was found, what to write), no defaults."""
+    import json
+
+    folder = tmp_path / "mystery"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "mystery", "hidden_size": 64,
+                                                    "num_attention_heads": 4, "num_hidden_layers": 2}))
+    out = inspect(folder)
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert "model_type 'mystery'" in out.output and "names no RoPE key" in out.output
+    assert "rope_theta = 10000.0" in out.output  # what to write
+    assert "rope_theta 10000" not in out.output  # no inventory of the defaults it refuses
+    assert "holds no weights file" in out.output and "nor RoPE from its config" in out.output
+
+
+def test_inspect_names_mrope_for_a_config_with_an_mrope_section():
+    """QA: Qwen3-VL's config was read as 1-D RoPE only; its study entry is kind = "mrope" (say what to write)."""
+    from pathlib import Path
+
+    config = Path(__file__).parents[2] / "src" / "poslab" / "data" / "configs" / "qwen3-vl-8b-instruct.json"
+    out = inspect(config)
+    assert out.exit_code == 0, out.output
+    assert "mrope_section 24,20,20" in out.output
+    assert f"kind = \"mrope\", config = {str(config)!r}" in out.output and "kind = \"rotary\"" in out.output

@@ -135,7 +135,9 @@ def _title_with(title: str | None, shared: str) -> str | None:
 def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
     """Lay ``fig`` out at the print width of ``settings`` (its height scaled by the square root of the width
     ratio, so panels keep a readable aspect). A legend to the right moves under the panels at column width,
-    and at page width when beside it the panels of a row would get narrower than :data:`MIN_PANEL_INCHES`."""
+    and at page width when beside it the panels of a row would get narrower than :data:`MIN_PANEL_INCHES`.
+    Panel titles, axis labels and the entries of a legend under the panels are then wrapped to their room
+    (:func:`_fit_texts`): :func:`save_figure` writes the figure at this size, so everything must fit inside."""
     w, h = fig.get_size_inches()
     width = settings.inches
     ratio = width / w if getattr(fig, "height_follows_width", False) else math.sqrt(width / w)
