@@ -94,6 +94,10 @@ LOCALITY_TAU = 0.1
 LOCALITY_REACH = 64
 #: Differences of attention weights within this fraction of the row's largest weight are rounding noise (symmetry).
 _SYMMETRY_NOISE = 1e-9
+#: Rows with at most this many valid entries get Spearman's sums in exact integers (every partial sum < 2^51 / 4).
+_EXACT_RHO = 2**18
+#: Fewest entries per row sorted at once by the merge levels of :func:`_count_inversions`.
+_SORT_WIDTH = 256
 
 
 def anchor_positions(n_positions: int, max_anchors: int = MAX_ANCHORS,
@@ -164,18 +168,37 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     u, valid = units.vectors, units.valid
     n = len(u)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
-    ks = np.arange(1, max_distance + 1)
+    ahead = np.zeros((1, n + max_distance + 1), dtype=bool)  # valid positions; none past the table's end
+    ahead[0, :n] = valid
     rhos, violations, pairs = [], 0, 0
     for rows in _forward_blocks(anchors, max_distance):
         c0, c1 = int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
-        cols = rows[:, None] + ks[None, :]
-        ok = (cols < n) & valid[rows, None] & valid[np.minimum(cols, n - 1)]
+        ok = valid[rows, None] & _band(ahead, rows + 1, max_distance, same_row=True)
         block = u[rows] @ u[c0:c1].T  # forward strip of S: rows × (c1 - c0) entries
-        strip = block[np.arange(rows.size)[:, None], np.minimum(cols, c1 - 1) - c0]
+        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past c1: not ok)
         rho, v, p = _block_monotonicity(np.clip(strip, -1.0, 1.0), ok)
         rhos.append(rho)
         violations, pairs = violations + v, pairs + p
     return _pooled_monotonicity(rhos, violations, pairs)
+
+
+def _band(a: np.ndarray, starts: np.ndarray, width: int, same_row: bool = False) -> np.ndarray:
+    """``a[r, starts[r]:starts[r] + width]`` for every r (``a[0, ...]`` for every r when ``same_row``), shape
+    (starts.size, width): a strided view when the starts step evenly, else a copy. Entries past the end of a's
+    row come from the next row or are zero: the caller masks them."""
+    rows, cols = a.shape
+    step = np.unique(np.diff(starts))
+    if not a.flags.c_contiguous or step.size > 1 or np.any(step < 0) or (starts.size and starts[0] < 0):
+        index = np.minimum(starts[:, None] + np.arange(width)[None, :], cols - 1)
+        return a[0, index] if same_row else a[np.arange(starts.size)[:, None], index]
+    step = int(step[0]) if step.size else 0
+    stride = step if same_row else cols + step
+    end = (starts.size - 1) * stride + int(starts[0]) + width if starts.size else 0
+    flat = a.reshape(-1)
+    if end > flat.size:
+        flat = np.concatenate([flat, np.zeros(end - flat.size, dtype=a.dtype)])
+    return np.lib.stride_tricks.as_strided(flat[int(starts[0]) if starts.size else 0:], (starts.size, width),
+                                           (stride * a.itemsize, a.itemsize), writeable=False)
 
 
 def _pooled_monotonicity(rhos, violations, pairs) -> tuple[float, float]:
@@ -190,62 +213,121 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     valid. A pair of distances n < m violates monotonicity when q_m >= q_n.
     Ranks are taken with ties in distance order (a stable sort), so q_n <= q_m
     ⟺ rank_n < rank_m for n < m; the pairs with rank_n > rank_m (strict
-    decreases, Wang et al.'s order) are the inversions of the ranks, counted by
-    a bottom-up merge sort over every row at once (:func:`_inversions`), and the
-    violations are the other pairs: O(rows · w log² w) in numpy's sort.
+    decreases, Wang et al.'s order) are the inversions of the ranks, counted
+    on the distances in value order (:func:`_count_inversions`, the same
+    count), and the violations are the other pairs. Spearman's ρ is Pearson's
+    correlation of the ranks with the valid distances' order, cov / √(Σ dq² ·
+    Σ dk²) with dq, dk the deviations from the mean rank (c + 1) / 2 (c valid
+    entries): for c <= :data:`_EXACT_RHO` every partial sum is an exact
+    multiple of 1/4 and the sums are taken in integers (Σ dq² = Σ dk² =
+    c(c² − 1)/12, cov = Σ rank·k − c(c + 1)²/4), longer rows sum the
+    deviations in floating point over the whole row, as :func:`numpy.nansum`
+    would. O(rows · w log² w) in numpy's sort.
     """
     rows, w = q.shape
-    order = np.argsort(np.where(ok, q, np.inf), axis=1, kind="stable")
-    rank = np.empty((rows, w), dtype=np.int64)
-    np.put_along_axis(rank, order, np.arange(1, w + 1)[None, :], axis=1)
-    rank[~ok] = 0
     count = ok.sum(axis=1)
-    # Spearman's rho of each row: ranks of the valid entries against their order
-    rank_q = np.where(ok, rank, np.nan).astype(float)
-    rank_k = np.where(ok, np.cumsum(ok, axis=1), np.nan)
-    flat_row = np.nanmax(np.where(ok, q, np.nan), axis=1, initial=-np.inf) == \
-        np.nanmin(np.where(ok, q, np.nan), axis=1, initial=np.inf)
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # rows without pairs
-        mq = np.nanmean(rank_q, axis=1, keepdims=True)
-        mk = np.nanmean(rank_k, axis=1, keepdims=True)
-        cov = np.nansum((rank_q - mq) * (rank_k - mk), axis=1)
-        rho = cov / np.sqrt(np.nansum((rank_q - mq) ** 2, axis=1) * np.nansum((rank_k - mk) ** 2, axis=1))
-    rho = rho[(count >= 3) & np.isfinite(rho) & ~flat_row]
-    # violations: the pairs n < m that are not strict decreases (rank_n > rank_m), counted as inversions
-    violations = int(np.sum(count * (count - 1) // 2)) - int(_inversions(rank, ok).sum())
     pairs = int(np.sum(count * (count - 1) // 2))
+    # columns up to the last valid entry of any row
+    span = int(np.max(np.where(count > 0, w - np.argmax(ok[:, ::-1], axis=1), 0), initial=0))
+    if span == 0:
+        return np.array([]), 0, 0
+    okc = ok[:, :span]
+    order, ordered = _stable_order(np.where(okc, q[:, :span], np.inf))
+    index = np.arange(span)
+    # the distances in value order, the invalid entries (last) replaced by ones above every valid distance
+    distances = np.where(index[None, :] < count[:, None], order, span + index)
+    # Spearman's rho of each row
+    flat_row = ordered[np.arange(rows), np.maximum(count - 1, 0)] == ordered[:, 0]
+    c = count.astype(np.int64)
+    rho = np.full(rows, np.nan)
+    exact = (count >= 3) & (count <= _EXACT_RHO)
+    if exact.any():
+        # Σ rank · k over the valid entries (k: the entry's place among the row's valid distances, 1-based): in
+        # value order Σ_a (a + 1) k(a), with k = distance + 1 when the valid distances come first (a row cut only
+        # by the table's end), less the replaced entries a >= c: Σ_{b=c+1}^{span} b (b + span), in closed form
+        sel = exact if not exact.all() else slice(None)
+        d, ce = distances[sel], c[sel]
+        upto = lambda m: m * (m + 1) * (2 * m + 1) // 6 + span * (m * (m + 1) // 2)  # Σ_{b<=m} b (b + span)
+        rank_times_k = np.einsum("ij,j->i", d, index + 1) + span * (span + 1) // 2 - (upto(span) - upto(ce))
+        gaps = np.flatnonzero(np.where(okc[sel].all(axis=1), span, np.argmin(okc[sel], axis=1)) < ce)
+        if gaps.size:  # invalid distances before valid ones: count each valid entry's place
+            k = np.take_along_axis(np.cumsum(okc[sel][gaps], axis=1), order[sel][gaps], axis=1)
+            rank_times_k[gaps] = np.einsum("ij,j->i", np.where(index < ce[gaps, None], k, 0), index + 1)
+        cov = (4 * rank_times_k - ce * (ce + 1) ** 2) / 4
+        sum_sq = (ce * (ce * ce - 1) // 3) / 4
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho[sel] = cov / np.sqrt(sum_sq * sum_sq)
+    long_rows = np.flatnonzero(count > _EXACT_RHO)
+    if long_rows.size:  # floating-point sums over the whole row, as numpy.nansum would take them
+        rank = np.zeros((long_rows.size, w))
+        np.put_along_axis(rank[:, :span], order[long_rows], (index + 1.0)[None, :], axis=1)
+        mean = ((c[long_rows] + 1) / 2)[:, None]
+        dq = np.where(ok[long_rows], rank - mean, 0.0)
+        dk = np.where(ok[long_rows], np.cumsum(ok[long_rows], axis=1) - mean, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho[long_rows] = np.sum(dq * dk, axis=1) / np.sqrt(np.sum(dq * dq, axis=1) * np.sum(dk * dk, axis=1))
+    rho = rho[(count >= 3) & np.isfinite(rho) & ~flat_row]
+    # violations: the pairs n < m that are not strict decreases (inversions of the distances in value order)
+    violations = pairs - _count_inversions(distances)
     return rho, violations, pairs
 
 
-def _inversions(rank: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Per row, the pairs n < m of valid entries with rank_n > rank_m (integer ranks 1..w; invalid entries ignored).
+def _stable_order(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.argsort(v, axis=1, kind="stable")`` and the sorted rows; finite ties ordered by position.
 
-    Bottom-up merge sort of all rows at once: at each level every sorted block L and its right neighbour R
-    contribute, for each x in R, the entries of L above x (a searchsorted in one flat array, each block offset
-    into a value range of its own).
+    Rows are sorted by numpy's (vectorised) quicksort; the rows where that can differ from the stable order
+    (equal finite values, or NaN) are sorted again stably. Infinite entries (invalid) may come in any order.
     """
-    rows, w = rank.shape
-    size = 1 << max(0, (w - 1).bit_length())
-    big = w + 2
-    # valid entries first, in their order; invalid ones (and the padding) last with the largest value: no inversions
-    order = np.argsort(~ok, axis=1, kind="stable")
-    x = np.full((rows, size), w + 1, dtype=np.int64)
-    x[:, :w] = np.where(np.take_along_axis(ok, order, axis=1), np.take_along_axis(rank, order, axis=1), w + 1)
-    total = np.zeros(rows, dtype=np.int64)
+    order = np.argsort(v, axis=1)
+    ordered = np.sort(v, axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: not a tie
+        redo = np.any(np.diff(ordered, axis=1) == 0, axis=1) | np.isnan(ordered[:, -1])
+    if redo.any():
+        order[redo] = np.argsort(v[redo], axis=1, kind="stable")
+    return order, ordered
+
+
+def _count_inversions(x: np.ndarray) -> int:
+    """Pairs i < j with x[r, i] > x[r, j] (strictly), summed over the rows r of x: non-negative integers.
+
+    Bottom-up merge sort of every row at once. A level merges sorted blocks of
+    s entries pairwise: each entry is packed into one integer as (pair of
+    blocks, value, half) and the rows of the packed array are sorted (numpy's
+    vectorised sort; the bottom levels sort several pairs per row, at least
+    :data:`_SORT_WIDTH` entries). In a merged pair a left entry at place p
+    has p − (its rank among the left entries) right entries before it, all
+    strictly below it (a tie puts the left entry first), so the level adds
+    Σ_left p − s(s − 1)/2 per pair. O(n log² n) comparisons in the sort,
+    O(n log n) elsewhere.
+    """
+    rows, w = x.shape
+    if rows == 0 or w < 2:
+        return 0
+    size = 1 << (w - 1).bit_length()
+    top = int(x.max()) + 1  # the padding: above every entry and after them, so in no inversion
+    shift = top.bit_length() + 1  # value bits and the half bit
+    dtype = np.int32 if shift + (_SORT_WIDTH // 2).bit_length() <= 31 else np.int64
+    packed = np.full((rows, size), top, dtype=dtype)
+    packed[:, :w] = x
+    packed <<= 1
+    flat = packed.reshape(-1)
+    half = np.empty_like(flat)
+    total = 0
     s = 1
     while s < size:
-        nb = size // (2 * s)
-        blocks = x.reshape(rows, nb, 2, s)
-        offset = (np.arange(rows * nb, dtype=np.int64) * big).reshape(rows, nb, 1)
-        left = (blocks[:, :, 0, :] + offset).ravel()
-        right = (blocks[:, :, 1, :] + offset).ravel()
-        at_most = np.searchsorted(left, right, side="right") - np.repeat(np.arange(rows * nb) * s, s)
-        total += (s - at_most).reshape(rows, -1).sum(axis=1)
-        x = np.sort(blocks.reshape(rows, nb, 2 * s), axis=-1).reshape(rows, size)
+        width = min(size, max(2 * s, _SORT_WIDTH))
+        place = np.arange(width)
+        block = flat.reshape(-1, width)
+        np.bitwise_and(block, (1 << shift) - 2, out=block)  # the value
+        np.bitwise_or(block, (((place // (2 * s)) << shift) | ((place // s) & 1)).astype(dtype), out=block)
+        block.sort(axis=1)
+        np.bitwise_and(flat, 1, out=half)  # 1: a right entry
+        weight = (place % (2 * s)).astype(np.int64 if width * s >= 2**31 else dtype)
+        right = int(np.einsum("ij,j->i", half.reshape(-1, width), weight).sum(dtype=np.int64))
+        n_pairs = flat.size // (2 * s)
+        total += n_pairs * s * (2 * s - 1) - right - n_pairs * (s * (s - 1) // 2)
         s *= 2
     return total
-
 
 
 def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, float]:
@@ -429,12 +511,20 @@ def attention_rows(units: UnitRows, anchors=None, *, tau: float = LOCALITY_TAU, 
     n = len(u)
     reach = _reach(n, reach)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
-    used = anchors[(anchors >= reach) & (anchors <= n - 1 - reach)]
-    used = used[valid[used]]
+    inside = anchors[(anchors >= reach) & (anchors <= n - 1 - reach)]
+    used = inside[valid[inside]]
     offsets = np.arange(-reach, reach + 1)
-    logits = np.empty((used.size, offsets.size))
-    for j, m in enumerate(offsets):
-        logits[:, j] = np.einsum("ij,ij->i", u[used], u[used + m])
+    step = np.unique(np.diff(inside))
+    if u.flags.c_contiguous and inside.size and step.size <= 1 and np.all(step > 0):
+        # regular anchors: S[i, i + m] for every offset m in one einsum over a strided view of the table (no copies)
+        step = int(step[0]) if step.size else 1
+        keys = np.lib.stride_tricks.as_strided(u[inside[0] - reach:], (offsets.size, inside.size, u.shape[1]),
+                                               (u.strides[0], step * u.strides[0], u.strides[1]), writeable=False)
+        logits = np.einsum("kij,ij->ki", keys, u[inside[0]:inside[-1] + 1:step])[:, valid[inside]].T.astype(float)
+    else:
+        logits = np.empty((used.size, offsets.size))
+        for j, m in enumerate(offsets):
+            logits[:, j] = np.einsum("ij,ij->i", u[used], u[used + m])
     logits = np.where(valid[used[:, None] + offsets[None, :]], np.clip(logits, -1.0, 1.0) / tau, -np.inf)
     return _softmax(logits), used, reach
 
