@@ -212,3 +212,94 @@ def test_dominance_merge_equals_brute_force():
         expected_above = [float(sum(n + 1 for n in range(m) if key[n] > key[m])) for m in range(w)]
         np.testing.assert_array_equal(below, expected_below)
         np.testing.assert_array_equal(above, expected_above)
+
+
+def test_inversion_count_equals_brute_force():
+    """_count_inversions (packed merge levels) equals the double loop: pairs i < j with x_i > x_j, ties not counted."""
+    from poslab.analysis.properties import _count_inversions
+
+    rng = np.random.default_rng(12)
+    for w in (0, 1, 2, 3, 5, 8, 9, 31, 64, 100, 257, 600):
+        for high in (2, 7, 1000):  # many ties, some, none
+            x = rng.integers(0, high, size=(int(rng.integers(1, 4)), w))
+            expected = sum(int(np.count_nonzero(np.triu(row[:, None] > row[None, :], k=1))) for row in x)
+            assert _count_inversions(x) == expected, (w, high)
+
+
+def _ranked_row_brute_force(q, ok):
+    """Spearman's rho (stable ranks, ties in distance order) and Wang et al.'s violations of one row, by loops."""
+    v = q[ok]
+    ranks = np.empty(v.size)
+    ranks[np.argsort(v, kind="stable")] = np.arange(1, v.size + 1)
+    rho = np.corrcoef(ranks, np.arange(v.size))[0, 1] if v.size >= 3 and v.max() > v.min() else None
+    violations = sum(int(v[m] >= v[n]) for n in range(v.size) for m in range(n + 1, v.size))
+    return rho, violations, v.size * (v.size - 1) // 2
+
+
+def test_block_monotonicity_equals_ranking_rows_by_loops(monkeypatch):
+    """Ranks by quicksort (stable redo on ties), inversions by merge levels, rho in exact integers or in floating
+    point over the row: the same as ranking each row by loops, with ties, invalid entries, cut rows and flat rows;
+    the integer and the floating-point rho are the same numbers."""
+    import poslab.analysis.properties as properties
+
+    rng = np.random.default_rng(13)
+    for trial in range(60):
+        rows, w = int(rng.integers(1, 6)), int(rng.integers(1, 90))
+        q = rng.normal(size=(rows, w))
+        if trial % 3 == 0:
+            q = np.round(q, 1)
+        if trial % 5 == 0:
+            q[0] = 0.25
+        ok = rng.random((rows, w)) < (0.75 if trial % 2 else 1.0)
+        ok &= np.arange(w)[None, :] < rng.integers(0, w + 1, size=rows)[:, None]  # rows cut by the table's end
+        rho, violations, pairs = properties._block_monotonicity(q, ok)
+        expected = [_ranked_row_brute_force(q[r], ok[r]) for r in range(rows)]
+        np.testing.assert_allclose(rho, [e[0] for e in expected if e[0] is not None], rtol=0, atol=1e-12)
+        assert (violations, pairs) == (sum(e[1] for e in expected), sum(e[2] for e in expected))
+        monkeypatch.setattr(properties, "_EXACT_RHO", 0)  # every row through the floating-point sums
+        float_rho, *counts = properties._block_monotonicity(q, ok)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(float_rho, rho)
+        assert counts == [violations, pairs]
+
+
+def test_monotonicity_of_irregular_anchors_and_excluded_positions_equals_brute_force():
+    """Forward strips read through strided views (regular anchors) or gathered (irregular): the brute-force counts."""
+    table = np.random.default_rng(14).normal(size=(120, 6))
+    table[[7, 50, 51]] = 0.0
+    with pytest.warns(UserWarning, match="zero or non-finite"):
+        units = unit_rows(table)
+    s = units.vectors @ units.vectors.T
+    for anchors in (np.arange(0, 120, 3), np.array([0, 1, 2, 9, 40, 41, 100, 118, 119]), np.arange(5, 120, 7)):
+        for max_distance in (1, 2, 30, 119):
+            rhos, violations, pairs = [], 0, 0
+            for x in anchors:
+                k = np.arange(x + 1, min(120, x + max_distance + 1))
+                if not units.valid[x]:
+                    k = k[:0]
+                rho, v, p = _ranked_row_brute_force(np.clip(s[x, k], -1, 1), units.valid[k])
+                rhos += [rho] if rho is not None else []
+                violations, pairs = violations + v, pairs + p
+            rho, discordance = monotonicity(units, max_distance, anchors)
+            assert rho == pytest.approx(np.mean(rhos), abs=1e-12) if rhos else math.isnan(rho)
+            assert discordance == (violations / pairs if pairs else pytest.approx(math.nan, nan_ok=True))
+
+
+def test_attention_rows_from_one_strided_einsum_equal_one_einsum_per_offset():
+    """The attention logits of regular anchors (one einsum over a strided view) are the per-offset einsums, bit for bit."""
+    from poslab.analysis.properties import attention_rows
+
+    rng = np.random.default_rng(15)
+    for n, dim, dtype in ((300, 48, np.float64), (301, 5, np.float32), (700, 1, np.float64)):
+        table = rng.normal(size=(n, dim)).astype(dtype)
+        table[40] = 0.0
+        with pytest.warns(UserWarning, match="zero or non-finite"):
+            units = unit_rows(table)
+        for anchors, reach in ((None, 64), (np.arange(0, n, 3), 10), (np.array([3, 70, 71, 200, 230]), 64)):
+            weights, used, r = attention_rows(units, anchors, reach=reach)
+            offsets = np.arange(-r, r + 1)
+            logits = np.stack([np.einsum("ij,ij->i", units.vectors[used], units.vectors[used + m]) for m in offsets],
+                              axis=1).astype(float)
+            logits = np.where(units.valid[used[:, None] + offsets], np.clip(logits, -1, 1) / 0.1, -np.inf)
+            expected = np.exp(logits - logits.max(axis=1, keepdims=True))
+            np.testing.assert_array_equal(weights, expected / expected.sum(axis=1, keepdims=True))
