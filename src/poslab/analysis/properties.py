@@ -20,8 +20,8 @@ What each metric measures, and its window:
   1 ≤ n < m ≤ w(x) of forward distances (w(x) = min(max_distance, n_positions
   − 1 − x): the run's window), the fraction that violate it (φ(x, x+m) ≥
   φ(x, x+n)). 0: similarity falls strictly with distance at every anchor; ½
-  for a random table. Pairs are counted by a merge sort of each row's
-  ranks, O(w log w) per anchor.
+  for a random table. Pairs are counted by a bottom-up merge sort of each
+  row's ranks (:func:`_count_inversions`), O(w log² w) per anchor in numpy's sort.
 * ``monotonicity_spearman`` — mean over anchors of Spearman's ρ between the
   distance and S[x, x+k], k = 1..w(x) (−1: strictly decreasing).
 * ``translation_variance_ratio`` — within-diagonal over total sum of squares
@@ -240,14 +240,17 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     flat_row = ordered[np.arange(rows), np.maximum(count - 1, 0)] == ordered[:, 0]
     c = count.astype(np.int64)
     rho = np.full(rows, np.nan)
-    exact = (count >= 3) & (count <= _EXACT_RHO)
+    # integer sums while Σ_a (a + 1)(distance + 1) over the span fits in int64 (span <= 2^20: < 2^61)
+    exact = (count >= 3) & (count <= _EXACT_RHO) & (span <= 2**20)
     if exact.any():
         # Σ rank · k over the valid entries (k: the entry's place among the row's valid distances, 1-based): in
         # value order Σ_a (a + 1) k(a), with k = distance + 1 when the valid distances come first (a row cut only
         # by the table's end), less the replaced entries a >= c: Σ_{b=c+1}^{span} b (b + span), in closed form
         sel = exact if not exact.all() else slice(None)
         d, ce = distances[sel], c[sel]
-        upto = lambda m: m * (m + 1) * (2 * m + 1) // 6 + span * (m * (m + 1) // 2)  # Σ_{b<=m} b (b + span)
+        def upto(m):  # Σ_{b<=m} b (b + span)
+            return m * (m + 1) * (2 * m + 1) // 6 + span * (m * (m + 1) // 2)
+
         rank_times_k = np.einsum("ij,j->i", d, index + 1) + span * (span + 1) // 2 - (upto(span) - upto(ce))
         gaps = np.flatnonzero(np.where(okc[sel].all(axis=1), span, np.argmin(okc[sel], axis=1)) < ce)
         if gaps.size:  # invalid distances before valid ones: count each valid entry's place
@@ -257,7 +260,7 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
         sum_sq = (ce * (ce * ce - 1) // 3) / 4
         with np.errstate(invalid="ignore", divide="ignore"):
             rho[sel] = cov / np.sqrt(sum_sq * sum_sq)
-    long_rows = np.flatnonzero(count > _EXACT_RHO)
+    long_rows = np.flatnonzero((count >= 3) & ~exact)
     if long_rows.size:  # floating-point sums over the whole row, as numpy.nansum would take them
         rank = np.zeros((long_rows.size, w))
         np.put_along_axis(rank[:, :span], order[long_rows], (index + 1.0)[None, :], axis=1)
