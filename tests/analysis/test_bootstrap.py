@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from poslab.analysis import fit_decay, similarity_profile, unit_rows
+from poslab.analysis import bootstrap, fit_decay, similarity_profile, unit_rows
 from poslab.analysis.bands import first_crossings
 from poslab.analysis.bootstrap import (anchor_block_sums, bootstrap_anchor_blocks, bootstrap_units,
                                        percentile_interval, resample_units)
@@ -329,3 +329,43 @@ def test_decay_length_and_summary_intervals_cover_on_the_null_model():
         for name, (low, high) in intervals.items():
             covered[name] += low <= truth[name] <= high
     assert all(51 <= c <= 60 for c in covered.values()), covered  # 85-100 % of 60 (nominal 95 %)
+
+
+def _block_lag_sums_every_pair(x, block_length, size):
+    """The block sums with the products of every block pair in one stacked product (the implementation before the
+    pairs c >= b were grouped and threaded), for the bit-for-bit comparison."""
+    from scipy import fft
+
+    n, dim = x.shape
+    n_blocks = math.ceil(n / block_length)
+    n_fft = fft.next_fast_len(2 * block_length, real=True)
+    reach = min(n_blocks - 1, (size - 1) // block_length + 1)
+    chunk = min(dim, max(bootstrap._MIN_CHUNK_DIMS, bootstrap._FFT_BLOCK_ENTRIES // (n_blocks * n_fft)))
+    spectra = np.zeros((n_fft // 2 + 1, n_blocks, n_blocks), dtype=np.complex128)
+    buf, padded = np.zeros((n_blocks, chunk, n_fft)), np.zeros((n_blocks * block_length, chunk))
+    for c0 in range(0, dim, chunk):
+        m = min(chunk, dim - c0)
+        padded[:n, :m] = x[:, c0:c0 + m]
+        buf[:, :m, :block_length] = padded[:, :m].reshape(n_blocks, block_length, m).transpose(0, 2, 1)
+        spec = fft.rfft(buf[:, :m], axis=-1).transpose(2, 0, 1)
+        spectra += np.matmul(spec.conj(), spec.transpose(0, 2, 1))
+    k = np.arange(size)
+    offset, r = k // block_length, k % block_length
+    sums = np.zeros((n_blocks, size))
+    for b in range(n_blocks):
+        hi = min(n_blocks, b + reach + 1)
+        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0)
+        near, far = offset < hi - b, offset + 1 < hi - b
+        sums[b, near] += corr[r[near], offset[near]]
+        sums[b, far] += corr[(r[far] - block_length) % n_fft, offset[far] + 1]
+    return sums
+
+
+@pytest.mark.parametrize("n_blocks", [32, 20, 16, 9])
+def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, monkeypatch):
+    rng = np.random.default_rng(n_blocks)
+    x = rng.standard_normal((n_blocks * 64 - 5, 40))
+    for threads in (1, 3):
+        monkeypatch.setattr(bootstrap, "_THREADS", threads)
+        np.testing.assert_array_equal(bootstrap._block_lag_sums(x, 64, len(x)),
+                                      _block_lag_sums_every_pair(x, 64, len(x)))

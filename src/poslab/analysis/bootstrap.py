@@ -59,7 +59,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft, optimize, stats
@@ -93,6 +95,13 @@ _MIN_CHUNK_DIMS = 16
 _BEYOND = 1e300
 #: Entries of the temporaries of the interval computations (8 MiB of float64).
 _CHUNK_ENTRIES = 2**20
+#: Threads of the block-pair products of :func:`anchor_block_sums` (the CPUs this process may use).
+_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+#: Anchors per chunk of the lag products of :func:`choose_block_length` (2 MiB of rows at dim 128).
+_LAG_ROWS = 2048
+#: Entries of the resampled profiles summarised at once (64 MiB of float64: 8 resamples of 10⁶ distances; the
+#: units' sums are read once per chunk, so one resample at a time read them 200 times at 200 resamples).
+_REPLICATE_ENTRIES = 2**23
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,9 +167,13 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
 
     and every C_{b,c} is one inverse real FFT of length next_fast_len(2L)
     (no wrap-around) of Σ_dims conj(X_b) X_c, X_b the rfft of block b. The
-    products Σ_dims conj(X_b) X_c for all block pairs are, per frequency, an
-    (n_blocks × dim) by (dim × n_blocks) matrix product, accumulated over
-    chunks of dims. Cost: O(n · dim · log L) for the FFTs plus
+    products Σ_dims conj(X_b) X_c for the block pairs c >= b (the only ones
+    used) are, per frequency, matrix products of groups of 8 blocks' rows
+    (n_blocks >= 16; else all of them) by the blocks from the group's first on
+    (5/8 of every pair's products at 32 blocks), accumulated over chunks of
+    dims, the frequencies split between threads (one per CPU); each entry is
+    the same sum as when every pair was multiplied in one product, bit for bit
+    (tests/analysis/test_bootstrap.py). Cost: O(n · dim · log L) for the FFTs plus
     O(n_blocks · n · dim) complex multiply-adds for the block-pair products
     (n_blocks = 32 by default) and n_blocks² inverse FFTs of length 2L;
     memory O(n_blocks · n) (the block-pair spectra: 70 MB at n = 131072,
@@ -311,11 +324,17 @@ def choose_block_length(units, max_distance: int, *, max_blocks: int = N_BLOCKS)
     lags = [1]
     while lags[-1] * 2 <= max(1, max_distance // 2):
         lags.append(lags[-1] * 2)
+    lags = [k for k in lags if k < n]
+    # the lag products of every lag in one pass over chunks of anchors (a chunk of rows stays in cache for the
+    # lags shorter than it): the same einsum, row for row, as one call per lag over all anchors
+    products = [np.empty(n - k, dtype=u.dtype) for k in lags]
+    for c0 in range(0, n, _LAG_ROWS):
+        for k, a in zip(lags, products):
+            c1 = min(c0 + _LAG_ROWS, n - k)
+            if c0 < c1:
+                np.einsum("ij,ij->i", u[c0:c1], u[c0 + k:c1 + k], out=a[c0:c1])
     best, corr = 1.0, 0.0
-    for k in lags:
-        if k >= n:
-            break
-        a = np.einsum("ij,ij->i", u[:-k], u[k:])
+    for k, a in zip(lags, products):
         a = a[valid[:-k] & valid[k:]]
         b, c = politis_white(a)
         best, corr = max(best, b), max(corr, c)
@@ -334,21 +353,36 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     # at least 16 dims per chunk: the per-frequency (n_blocks x chunk) products are inefficient below
     # (measured at n = 1,048,576: 1.7 s per dim with 2 dims per product, 0.04 s with 32)
     chunk = min(dim, max(_MIN_CHUNK_DIMS, _FFT_BLOCK_ENTRIES // (n_blocks * n_fft)))
-    spectra = np.zeros((n_fft // 2 + 1, n_blocks, n_blocks), dtype=np.complex128)  # Σ_dims conj(X_b) X_c
+    n_freq = n_fft // 2 + 1
+    spectra = np.zeros((n_freq, n_blocks, n_blocks), dtype=np.complex128)  # Σ_dims conj(X_b) X_c, c >= b
     buf = np.zeros((n_blocks, chunk, n_fft))
     padded = np.zeros((n_blocks * length, chunk))
-    for c0 in range(0, dim, chunk):
-        m = min(chunk, dim - c0)
-        padded[:n, :m] = x[:, c0:c0 + m]
-        buf[:, :m, :length] = padded[:, :m].reshape(n_blocks, length, m).transpose(0, 2, 1)
-        spec = fft.rfft(buf[:, :m], axis=-1, workers=-1).transpose(2, 0, 1)  # (frequency, block, dim)
-        spectra += np.matmul(spec.conj(), spec.transpose(0, 2, 1))
+    # only the pairs c >= b are used: the blocks' rows in groups of 8 (at least 8 and 16 blocks), each group
+    # times the blocks from its first on (5/8 of the products at 32 blocks); the frequencies split between threads
+    # (numpy's products release the GIL). Each entry is the same sum over dims, in the same order, as the one
+    # product of every pair before (tests/analysis/test_bootstrap.py checks it bit for bit).
+    rows = [(g, g + 8) for g in range(0, n_blocks - 15, 8)] if n_blocks >= 16 else []
+    rows.append((rows[-1][1] if rows else 0, n_blocks))
+    parts = [(f0, min(n_freq, f0 + -(-n_freq // _THREADS))) for f0 in range(0, n_freq, -(-n_freq // _THREADS))]
+
+    def products(f0, f1, spec):
+        for r0, r1 in rows:
+            a = spec[f0:f1, r0:r1].conj()
+            spectra[f0:f1, r0:r1, r0:] += np.matmul(a, spec[f0:f1, r0:].transpose(0, 2, 1))
+
+    with ThreadPoolExecutor(len(parts)) as pool:
+        for c0 in range(0, dim, chunk):
+            m = min(chunk, dim - c0)
+            padded[:n, :m] = x[:, c0:c0 + m]
+            buf[:, :m, :length] = padded[:, :m].reshape(n_blocks, length, m).transpose(0, 2, 1)
+            spec = fft.rfft(buf[:, :m], axis=-1, workers=-1).transpose(2, 0, 1)  # (frequency, block, dim)
+            list(pool.map(lambda part: products(*part, spec), parts))
     k = np.arange(size)
     offset, r = k // length, k % length
     sums = np.zeros((n_blocks, size))
     for b in range(n_blocks):
         hi = min(n_blocks, b + reach + 1)
-        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
+        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0, workers=-1)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
         near = offset < hi - b
         sums[b, near] += corr[r[near], offset[near]]
         far = offset + 1 < hi - b
@@ -385,7 +419,8 @@ def _resample_weights(n_units: int, n_resamples: int, rng) -> np.ndarray:
 def _pooled(weights, sums, counts) -> tuple[np.ndarray, np.ndarray]:
     """Resampled means (NaN without a pair) and pair counts, shape (n_resamples, n_columns)."""
     means, pooled_counts = weights @ sums, weights @ counts
-    np.divide(means, pooled_counts, out=means, where=pooled_counts > 0)  # in place: fresh memory is slow
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means /= pooled_counts  # in place: fresh memory is slow
     means[pooled_counts <= 0] = np.nan
     return means, pooled_counts
 
@@ -673,7 +708,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     summarise : callable, optional
         ``summarise(distance, profiles) -> dict of name -> ndarray of shape (n_rows,)``: model-free summaries of
         resampled profiles (rows), e.g. :func:`poslab.analysis.summaries`'s vectorised form; called on chunks
-        of resamples (O(~8 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``. A
+        of resamples (O(~64 MB) each); their replicates and intervals are ``summaries`` / ``summaries_ci``. A
         band width it returns (``band_width_<t>``) replaces the plain first crossing of that resample (so a
         crossing within the noise is +inf there too), except where the resample has no pair at the window's end.
     progress : callable, optional
@@ -698,13 +733,15 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     for c0 in range(0, distance.size, step):
         c1 = min(distance.size, c0 + step)
         chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1])
-        w = first_crossings(distance[c0:c1], chunk, thresholds)
-        first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
-        widths[first] = w[first]
+        if np.isinf(widths).any():  # else every resample has fallen below every threshold in an earlier chunk
+            w = first_crossings(distance[c0:c1], chunk, thresholds)
+            first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
+            widths[first] = w[first]
         defined = ~np.isnan(chunk)
         last_defined = np.where(defined.any(axis=1), distance[c0:c1][defined.shape[1] - 1 - np.argmax(
             defined[:, ::-1], axis=1)], last_defined)
-        spread = max(spread, _spread(chunk))
+        if spread <= 1e-12:  # only whether it exceeds 1e-12 is used (exact resamples)
+            spread = max(spread, _spread(chunk))
         low[c0:c1], high[c0:c1] = _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2])
         if progress is not None:
             progress("distances", c1, distance.size)
@@ -741,7 +778,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
 
 
 def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None) -> dict:
-    """The model-free summaries of resampled profiles, a chunk of resamples (~8 MB) at a time.
+    """The model-free summaries of resampled profiles, a chunk of resamples (~64 MB) at a time.
 
     Parameters
     ----------
@@ -759,7 +796,7 @@ def summary_replicates(distance, sums, counts, weights, summarise, *, progress=N
     -------
     dict of name -> ndarray of shape (n_resamples,)
     """
-    rows = max(1, _CHUNK_ENTRIES // max(1, distance.size))
+    rows = max(1, _REPLICATE_ENTRIES // max(1, distance.size))
     parts = []
     for r0 in range(0, weights.shape[0], rows):
         parts.append(summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0]))

@@ -14,7 +14,8 @@ import numpy as np
 from .._validation import ListOf, Real
 from ..analysis.bands import DEFAULT_THRESHOLDS
 from ..analysis.summaries import (CONDITIONING_DELTA, CROSSING_Z, ILL_CONDITIONED_SPREAD, MIN_RISE, MIN_RISE_SE,
-                                  STATUSES, profile_summaries, summaries_many)
+                                  STATUSES, profile_summaries, summary_settings,
+                                  summary_values_many)
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Family, Table
 
@@ -164,20 +165,24 @@ def summariser(profile, options, noise_se=None):
     """The model-free summaries of resampled profiles (rows) of ``profile``, for bootstrap intervals.
 
     Returns ``summarise(distance, profiles) -> {name: ndarray of shape (n_rows,)}`` for every summary
-    (:func:`poslab.analysis.summaries.summary_names`): :func:`~poslab.analysis.summaries.summaries_many` with the
-    settings of the run's own summaries (thresholds, ``min_rise``, ``min_rise_se``, ``crossing_z``, the profile's
+    (:func:`poslab.analysis.summaries.summary_names`): the values and statuses of
+    :func:`~poslab.analysis.summaries.summaries_many` (computed by
+    :func:`~poslab.analysis.summaries.summary_values_many`, settings prepared once) with the settings of the run's
+    own summaries (thresholds, ``min_rise``, ``min_rise_se``, ``crossing_z``, the profile's
     standard errors of the mean as ``se`` and its anchor-block ``noise_se``), so each replicate is the summary the
     run reports, of a resampled profile. Values: the distance; +inf where not reached within the window or within
     the noise (beyond what the window confirms); NaN where undefined or the resampled profile is degenerate.
     """
     se = profile_standard_errors(profile)
     beyond = (STATUSES.index("not_reached"), STATUSES.index("within_noise"))
+    settings = []  # prepared once for the distances of the calls (the profile's)
 
     def summarise(distance, profiles) -> dict:
-        result = summaries_many(distance, profiles, thresholds=options.thresholds, se=se, min_rise=options.min_rise,
-                                min_rise_se=options.min_rise_se, noise_se=noise_se, n_pairs=profile.n_pairs,
-                                crossing_z=options.crossing_z)
-        return {name: np.where(np.isin(result.status[:, j], beyond), np.inf, result.values[:, j])
-                for j, name in enumerate(result.names)}
+        if not settings or not np.array_equal(settings[0].d, distance):
+            settings[:] = [summary_settings(distance, thresholds=options.thresholds, se=se, min_rise=options.min_rise,
+                                            min_rise_se=options.min_rise_se, noise_se=noise_se,
+                                            n_pairs=profile.n_pairs, crossing_z=options.crossing_z)]
+        names, values, status = summary_values_many(settings[0], profiles)
+        return {name: np.where(np.isin(status[:, j], beyond), np.inf, values[:, j]) for j, name in enumerate(names)}
 
     return summarise

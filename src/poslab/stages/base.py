@@ -485,10 +485,14 @@ class RunContext:
 
     def summarise(self, distance, profiles) -> dict:
         """The model-free summaries of resampled profiles (rows), for the bootstrap's intervals:
-        :func:`poslab.stages.bands.summariser` of the run's profile and ``noise_se``."""
+        :func:`poslab.stages.bands.summariser` of the run's profile and ``noise_se`` (made once per run)."""
+        return self._summariser(distance, profiles)
+
+    @functools.cached_property
+    def _summariser(self):
         from .bands import summariser
 
-        return summariser(self.profile, self.options, self.noise_se)(distance, profiles)
+        return summariser(self.profile, self.options, self.noise_se)
 
     def _release_units(self) -> None:
         """Drop the unit rows when no stage still to run reads them (they are rebuilt if read later)."""
