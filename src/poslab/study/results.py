@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import sys
+import threading
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -141,7 +142,8 @@ class FigureFailedWarning(UserWarning):
 
 def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
                   failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None,
-                  progress: Progress | None = None, settings: FigureSettings | None = None) -> list[Path]:
+                  progress: Progress | None = None, settings: FigureSettings | None = None,
+                  stop: threading.Event | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
 
     Each figure is drawn on its own: one that raises is skipped with a
@@ -158,13 +160,15 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     print width every figure is laid out at and the formats each is written in
     (``decay_curves.png`` beside ``decay_curves.pdf``).
 
+    ``stop``, once set, ends the drawing after the figure under way (:func:`write_results` draws in a thread).
+
     Returns the written paths: none when no run succeeded (nothing to draw).
     The progress counts drawn figures out of those whose tables have rows
     (:data:`~poslab.plots.FIGURE_TABLES`): ``figures: 5/5``, or ``4/5`` when one failed.
     """
     progress = progress if progress is not None else Progress(False)
     with progress.task("figures", total=len(drawable(tables)), unit="figures") as task:
-        return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings())
+        return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings(), stop)
 
 
 def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -173,10 +177,13 @@ def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
             if all(tables.get(t) is not None and len(tables[t]) for t in needs)]
 
 
-def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings) -> list[Path]:
+def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings,
+                  stop: threading.Event | None = None) -> list[Path]:
     written = []
     expected = set(drawable(tables))
     for filename, draw in STUDY_FIGURES.items():
+        if stop is not None and stop.is_set():
+            break
         with task.item(filename) as item:
             drawn = _draw_figure(filename, draw, tables, folder, title, failed, left_out, settings)
             written.extend(drawn or [])
@@ -184,6 +191,56 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
             if (drawn is None) == (filename in expected):  # nothing to draw after all, or drawn unexpectedly
                 task.set_total(task.total + (1 if drawn is not None else -1))
     return written
+
+
+class _Drawing:
+    """The study figures drawn in a thread while the main thread writes the tables (:func:`write_results`).
+
+    Matplotlib is used from this one thread only (figures are
+    :class:`~matplotlib.figure.Figure` objects, no pyplot); the tables are
+    only read. :meth:`result` waits for it (a signal's handler still runs
+    in the waiting main thread) and returns the written paths or raises what
+    the drawing raised outside a figure; :meth:`stop` ends it after the
+    figure under way. Drawn in the calling thread when the caller is not the
+    main thread (a notebook's worker thread, a server): nothing to overlap
+    there that is worth a second thread.
+    """
+
+    def __init__(self, tables, folder: Path, title, failed, left_out, progress: Progress, settings):
+        self.args = tables, folder, title, failed, left_out
+        self.progress, self.settings = progress, settings
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.written: list[Path] = []
+        self.error: BaseException | None = None
+
+    def _run(self) -> None:
+        tables, folder, title, failed, left_out = self.args
+        try:
+            self.written = write_figures(tables, folder, title=title, failed=failed, left_out=left_out,
+                                         progress=self.progress, settings=self.settings, stop=self.stopping)
+        except BaseException as exc:  # handed to the main thread
+            self.error = exc
+
+    def start_once(self) -> None:
+        if self.thread is None and threading.current_thread() is threading.main_thread():
+            self.thread = threading.Thread(target=self._run, name="poslab-figures", daemon=True)
+            self.thread.start()
+
+    def result(self) -> list[Path]:
+        if self.thread is None:  # not the main thread: drawn here
+            self._run()
+        else:
+            while self.thread.is_alive():
+                self.thread.join(0.25)
+        if self.error is not None:
+            raise self.error
+        return self.written
+
+    def stop(self, wait: bool) -> None:
+        self.stopping.set()
+        if wait and self.thread is not None:
+            self.thread.join()
 
 
 def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, settings) -> list[Path] | None:
@@ -264,6 +321,11 @@ def figure_title(summary: pd.DataFrame) -> str | None:
 def write_results(result: StudyResult, out, *, overwrite: bool = False, progress: Progress | None = None) -> Path:
     """Write the tables, figures and manifest of ``result`` to the folder ``out``.
 
+    The figures are drawn from the tables in memory, in a second thread, while this one writes the CSV tables
+    (from ``summary.csv`` on): at 10^6 distances the ~0.6 s of CSV, and for a 100-run sweep its ~12 s, hide behind
+    the figures. A figure that fails is recorded and never costs a table; an error, Ctrl-C or SIGTERM stops the
+    drawing and removes the temporary folder.
+
     Parameters
     ----------
     result : StudyResult
@@ -287,20 +349,28 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
     out = check_writable(out, overwrite=overwrite)
     tables = result.tables()
     progress = progress if progress is not None else Progress(False)
+    failed: dict[str, str] = {}
+    left_out: dict[str, str] = {}
     with AtomicFolder(out, what="results folder") as folder:
+        drawing = _Drawing(tables, folder.path, figure_title(tables["summary"]), failed, left_out, progress,
+                           result.spec.figures)
         try:
-            # the tables first: a figure can never cost them
+            # the figures are drawn in a thread while this one writes the tables (Arrow's CSV writer releases the
+            # GIL), from summary.csv on; a figure never costs a table, whatever it raises
             for name, frame in progress.iterate("tables", tables.items(), unit="tables",
                                                 label=lambda t: f"{t[0]}.csv"):
                 write_csv(frame, folder.path / f"{name}.csv")
-            failed: dict[str, str] = {}
-            left_out: dict[str, str] = {}
-            figures = write_figures(tables, folder.path, title=figure_title(tables["summary"]), failed=failed,
-                                    left_out=left_out, progress=progress, settings=result.spec.figures)
+                drawing.start_once()
+            drawing.start_once()
+            figures = drawing.result()
             meta = manifest(result, [p.name for p in figures], failed, left_out)
             (folder.path / "manifest.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         except OSError as exc:  # a full disk, a file size limit: name the user's folder, not the temporary
+            drawing.stop(wait=True)  # no figure file may appear in the temporary folder while it is removed
             raise friendly_os_error(exc, out, "results folder") from None
+        except BaseException:
+            drawing.stop(wait=not isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))  # Ctrl-C: at once
+            raise
         # again just before the swap: the folder may have appeared meanwhile
         folder.commit(check=lambda: check_writable(out, overwrite=overwrite))
     return out
