@@ -11,12 +11,14 @@ Each is measured twice, in fresh processes:
 
 - **whole process**: ``poslab run STUDY --out DIR --no-progress [--jobs 2]``,
   wall time from the command's start to its exit (interpreter start, imports,
-  the fork server and its workers, the analysis, every CSV, every figure);
+  the fork server and its workers — none for the single run, which runs in a
+  thread of poslab's own process — the analysis, every CSV, every figure);
 - **in process**: a fresh Python that imports poslab first, then times
   ``run_study`` (the analysis, through the same executor), the CSV tables
   (``poslab.study.results.write_csv``, one per table) and the figures
-  (``write_figures``) one after the other; the import time is printed apart
-  (issue 16's, not the fast path's).
+  (``write_figures``) one after the other, then ``write_results`` (what
+  ``poslab run`` does: the figures drawn in a thread while the tables are
+  written); the import time is printed apart (issue 16's, not the fast path's).
 
 The fixed cost of a ``poslab run``, whatever its size, is measured the same
 way on the same rotary run at 1024 positions (``--only fixed``).
@@ -96,9 +98,14 @@ t0 = time.perf_counter()
 figures = write_figures(tables, out, title=figure_title(tables["summary"]))
 drawn = time.perf_counter() - t0
 rows = {n: len(f) for n, f in tables.items() if len(f) >= 10000}
+from poslab.study.results import write_results
+t0 = time.perf_counter()
+write_results(result, Path(out) / "folder")  # what poslab run does: the figures drawn while the tables are written
+together = time.perf_counter() - t0
 print(f"   in process: imports {imported:.2f} s (issue 16, apart); analysis {analysis:.2f} s; CSV {csv:.2f} s "
       f"({len(tables)} tables, {sum(sizes) / 2**20:.0f} MiB; rows of the large ones: {rows}); figures {drawn:.2f} s "
-      f"({len(figures)}); analysis + CSV + figures = {analysis + csv + drawn:.2f} s")
+      f"({len(figures)}); analysis + CSV + figures = {analysis + csv + drawn:.2f} s; write_results (figures in a "
+      f"thread beside the CSV) {together:.2f} s")
 """
 
 
@@ -192,8 +199,8 @@ def main() -> None:
     if args.only in (None, "one"):
         study = rotary_study(1048576, "rotary_1m")
         whole_process("target (a): one rotary run at 1,048,576 positions", study, [])
-        in_process(study)
-        in_process(study, "serial", 1)  # the analysis alone, without the worker's start
+        in_process(study)  # run_study through a worker (poslab run itself runs a single run in its own process)
+        in_process(study, "serial", 1)  # the analysis alone, without the worker's start: what poslab run does
     if args.only in (None, "sweep"):
         whole_process("target (b): 100 RoPE configurations at 131,072 positions", sweep_study(), ["--jobs", "2"])
         in_process(sweep_study(), "processes", 2)

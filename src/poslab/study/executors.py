@@ -17,7 +17,10 @@ Executors
     holds, so a worker that dies (out of memory, ``kill -9``, a crash in
     native code) costs exactly that run, which becomes a :class:`WorkerLost`
     error (a ``failed`` row); a new worker takes its place and the other runs
-    finish. Results travel over one pipe per worker that the main process
+    finish. (``poslab run`` gives a study of a single run no worker: it runs
+    in a thread of its own process, whose main thread waits and acts on
+    signals, see ``poslab.cli._in_a_thread``; here, one item still goes to a
+    worker, which an interrupted notebook can stop, unlike a thread.) Results travel over one pipe per worker that the main process
     drains as they arrive, so a large result never blocks. Workers exit when
     the main process dies, even by SIGKILL (each watches a pipe that only the
     main process holds open), and are terminated when it stops early (an
