@@ -134,13 +134,16 @@ def _title_with(title: str | None, shared: str) -> str | None:
 
 def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
     """Lay ``fig`` out at the print width of ``settings`` (its height scaled by the square root of the width
-    ratio, so panels keep a readable aspect). A legend to the right moves under the panels at column width,
+    ratio, so panels keep a readable aspect; never lower for a figure of text rows, ``height_follows_text``). A
+    legend to the right moves under the panels at column width,
     and at page width when beside it the panels of a row would get narrower than :data:`MIN_PANEL_INCHES`.
     Panel titles, axis labels and the entries of a legend under the panels are then wrapped to their room
     (:func:`_fit_texts`): :func:`save_figure` writes the figure at this size, so everything must fit inside."""
     w, h = fig.get_size_inches()
     width = settings.inches
     ratio = width / w if getattr(fig, "height_follows_width", False) else math.sqrt(width / w)
+    if getattr(fig, "height_follows_text", False):  # rows of text (a forest plot): their height is in points
+        ratio = max(1.0, ratio)
     fig.set_size_inches(width, max(1.6, h * ratio) if getattr(fig, "height_follows_width", False)
                         else max(0.42 * width, h * ratio))
     if fig._suptitle is not None:  # a long title wraps at the figure's width

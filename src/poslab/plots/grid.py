@@ -71,7 +71,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
             ls, marker = _STYLE.get(metric, ("-", None))
             ax.plot(rows["distance"], rows["mean_similarity"], ls=ls, marker=marker, markersize=3, label=metric)
         ax.set_xlabel("distance on the grid (grid steps)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True))
         ax.set_ylabel("mean cosine similarity")
         ax.set_title(textwrap.fill(names[label], 36, break_long_words=False))
         ax.axhline(0.0, color="0.7", lw=0.6)
@@ -96,7 +96,7 @@ def plot_grid_profiles(grid_profiles: pd.DataFrame, grid_maps: pd.DataFrame | No
             ax.set_xlabel("column")
             ax.set_ylabel("row")
             for axis in (ax.xaxis, ax.yaxis):  # rows and columns are whole numbers
-                axis.set_major_locator(MaxNLocator(integer=True))
+                axis.set_major_locator(MaxNLocator(nbins="auto", integer=True))
     if image is not None:
         fig.colorbar(image, ax=list(axes[:, 1]), shrink=0.8, label="cosine similarity")
     if title:
@@ -159,7 +159,7 @@ def plot_grid_axes(grid_profiles: pd.DataFrame, *, title: str | None = None, pan
             rows = rows.sort_values("distance")
             ax.plot(rows["distance"], rows["mean_similarity"], marker="o", markersize=3, label=names[label])
         ax.set_xlabel(f"distance along {_AXES[metric]}")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # grid steps
+        ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True))  # grid steps
         ax.set_title(f"pairs differing in {_AXES[metric].split()[0]} only", fontsize=9)
         ax.axhline(0.0, color="0.7", lw=0.6)
     axs[0].set_ylabel("mean cosine similarity")

@@ -83,6 +83,7 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
                   for lab, k in zip(labels, comparison["kernel"].fillna("cosine"))]
     rows = max((lab.count("\n") + 1 for lab in labels), default=1)  # text lines per row: rows never overlap
     fig = Figure(figsize=(width, 0.9 + max(0.45, 0.16 * rows) * n), layout="constrained")
+    fig.height_follows_text = True  # print_figure: a narrower print does not squeeze the rows onto each other
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]
     values = comparison["decay_length"].to_numpy(dtype=float)
