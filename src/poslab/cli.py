@@ -240,9 +240,13 @@ def _summary_text(summary) -> str:
     scale (no zero crossing within the window) is "-". A
     number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
     no interval) is followed by "(exact)", explained under the table, never
-    by a bracket; a summary the run flags ``window_dependent`` is followed by
-    "*". A 1-D summary of a run on a grid (``not_applicable``) is "n/a",
-    explained under the table.
+    by a bracket, unless the crossing is ``ill_conditioned`` (``summary_notes``):
+    then "(ill-conditioned: low–high)", the range the crossing moves over when
+    the level changes by ±0.02, as in the README; a summary the run flags
+    ``window_dependent`` is followed by "*". A 1-D summary of a run on a grid
+    (``not_applicable``) is "n/a". An interval whose high end is empty is
+    printed ``[low, >]`` (open above). Each marker that appears in the table
+    is explained under it, and only those.
     """
     import pandas as pd
 
@@ -253,11 +257,10 @@ def _summary_text(summary) -> str:
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
     exact = summary["ci_method"].eq("exact") if "ci_method" in summary else pd.Series(False, index=summary.index)
     line = {col.name for stage in PIPELINE if stage.positions == "line" for col in stage.summary}
-    rows, starred, on_grid, noisy = [], False, False, False
+    rows, seen = [], set()  # the markers printed, each explained under the table
     for i, r in summary.iterrows():
         row = {"label": r["label"], "seed": "" if pd.isna(r["seed"]) else int(r["seed"])}
         grid = isinstance(r.get("not_applicable"), str) and NOT_APPLICABLE_GRID in r["not_applicable"]
-        on_grid |= grid and r["status"] == "ok"
         notes = r.get("summary_notes")
         notes = notes if isinstance(notes, str) else ""
         degenerate = next((d for d in DEGENERATE if notes.startswith(f"every summary: {d} ")), "")
@@ -276,42 +279,76 @@ def _summary_text(summary) -> str:
                 text = "-"
             elif pd.isna(value) and degenerate and col.beyond_window:
                 text = degenerate
+                seen.add(degenerate)
             elif pd.isna(value) and f"{name}: within_noise" in notes:  # falls to the level, not beyond its noise
                 text = "noise"
-                noisy = True
+                seen.add("noise")
             elif pd.isna(value) and col.beyond_window:  # never reached within the window
                 text = f"> {r['max_distance']}"
+                seen.add("beyond")
             elif pd.isna(value):
                 text = "-"
+            elif (ill := _ill_conditioned(notes, name)) is not None:
+                text = f"{fmt.format(value)} (ill-conditioned{ill})"
+                seen.add("ill")
             elif col.interval and exact[i]:
                 text = f"{fmt.format(value)} (exact)"
+                seen.add("exact")
             elif col.interval:
                 text = _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
+                if text.endswith(", >]"):
+                    seen.add("open")
             else:
                 text = fmt.format(value)
+            if text == "n/a":
+                seen.add("n/a")
+            if text == "-" and not (col.dtype == "str" and r["status"] == "ok"):
+                seen.add("-")
             if name in moved and text != "-":
                 text += "*"
-                starred = True
+                seen.add("*")
             row[heading] = text
         rows.append(row)
-    table, text = _wrap_table(pd.DataFrame(rows)), ""
-    if (exact & summary["status"].eq("ok")).any():
-        text += ("\n(exact): the table is exactly translation invariant, or the run is a kernel computed exactly by "
-                 "distance, so resampling positions changes nothing: no sampling variability and no interval "
-                 "(ci_method exact); the fit's own uncertainty is decay_length_se in decay_metrics.csv")
-    if starred:
-        text += ("\n*: moves by more than 5 % between a quarter, half and all of the run's window "
-                 "(window_sensitivity.csv)")
-    if on_grid:
-        text += ("\nn/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
-                 "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
-                 "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png")
-    if noisy:
-        text += ("\nnoise: the profile falls to the level but never by more than crossing_z standard errors below "
-                 "it within the window (status within_noise, summary_notes): a dip of the noise, not a crossing")
+    table = _wrap_table(pd.DataFrame(rows))
     notes = [textwrap.fill(note, _WIDTH, subsequent_indent="  ", break_long_words=False)
-             for note in text.split("\n")[1:]]  # the notes under the table, each wrapped
+             for marker, note in _FOOTNOTES.items() if marker in seen]  # the notes under the table, each wrapped
     return "\n".join([table, *notes])
+
+
+#: The console summary's markers and what each means, in the order they are explained under the table.
+_FOOTNOTES = {
+    "exact": ("(exact): the table is exactly translation invariant, or the run is a kernel computed exactly by "
+              "distance, so resampling positions changes nothing: no sampling variability and no interval "
+              "(ci_method exact); the fit's own uncertainty is decay_length_se in decay_metrics.csv"),
+    "ill": ("(ill-conditioned: a–b): the profile comes back above the level later on, and a change of ±0.02 in "
+            "the level moves the crossing from a to b (summaries.csv ill_conditioned, crossing_low/_high)"),
+    "open": "[low, >]: the interval is open above: the data give no upper end within the window",
+    "*": "*: moves by more than 5 % between a quarter, half and all of the run's window (window_sensitivity.csv)",
+    "beyond": "> N: not reached within the window, up to distance N (status not_reached)",
+    "flat": "flat: no decay beyond distance 1, so no summary of the profile is a number",
+    "rising": "rising: the profile rises with distance, so no summary of it is a number",
+    "no_decay": "no_decay: the profile oscillates without decaying, so no summary of it is a number",
+    "too_few_points": "too_few_points: too few distances to summarise the profile",
+    "noise": ("noise: the profile falls to the level but never by more than crossing_z standard errors below "
+              "it within the window (status within_noise, summary_notes): a dip of the noise, not a crossing"),
+    "n/a": ("n/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
+            "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
+            "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png"),
+    "-": "-: no value: the run failed, or it is not defined for this profile (summary.csv summary_notes)",
+}
+
+
+def _ill_conditioned(notes: str, name: str) -> str | None:
+    """': a–b' (the range of an ill-conditioned crossing, from ``summary_notes``), '' without a range, or None."""
+    import re
+
+    match = re.search(rf"(?:^|; ){re.escape(name)}: ill_conditioned( \([^;]*?from ([-\d.e+]+) to ([-\d.e+]+)\))?",
+                      notes)
+    if match is None:
+        return None
+    if match.group(2) is None:
+        return ""
+    return f": {float(match.group(2)):.0f}–{float(match.group(3)):.0f}"
 
 
 #: Console width the summary table is wrapped to.

@@ -56,7 +56,8 @@ class Bootstrap(Stage):
                "so its intervals are left empty; the fit's own uncertainty is decay_length_se in decay_metrics.csv); "
                "or none (n_resamples = 0)"),
         Column("ci_level", "float", "", "level of the intervals"),
-        Column("n_resamples", "Int64", "", "bootstrap resamples behind the intervals"),
+        Column("n_resamples", "Int64", "", "bootstrap resamples behind the intervals: 0 for an exact run "
+               "(ci_method exact draws none) and with n_resamples = 0"),
         Column("block_length", "Int64", "positions", "anchors per block, from the data: the largest Politis & White "
                "(2004) block length of the lag-product series S[i, i + k] over anchors i, k = 1, 2, 4, ..., clipped "
                "so that there are between 8 and n_blocks blocks"),
@@ -101,7 +102,7 @@ class Bootstrap(Stage):
         if boot.exact:  # zero width for want of sampling variability is no interval: left empty, "exact"
             summary = dict.fromkeys(summary, np.nan)
         summary |= {"ci_method": "exact" if boot.exact else boot.method, "ci_level": boot.level,
-                    "n_resamples": boot.n_resamples,
+                    "n_resamples": 0 if boot.exact else boot.n_resamples,  # an exact run draws none
                     "block_length": boot.block_length, "n_failed_refits": boot.n_failed,
                     "correlation_length": boot.correlation_length, "interval_widening": boot.widening}
         frames = [pd.DataFrame({"window": w.max_distance, "resample": np.arange(len(next(iter(w.replicates.values())))),

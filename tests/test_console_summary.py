@@ -1,0 +1,82 @@
+"""The console summary of `poslab run` (QA report, items 2 and 3): ill-conditioned crossings are flagged as
+summaries.csv flags them, with their range, and every marker printed is explained under the table, only those."""
+
+import re
+
+import numpy as np
+import pytest
+
+from poslab.cli import _FOOTNOTES, _summary_text
+from poslab.study import parse_study, run_study
+
+ROPE = "rotary(rope_theta=500000, rotary_dim=128)"
+
+
+@pytest.fixture(scope="module")
+def exact():
+    """Sinusoidal and the default study's RoPE head at its 1024 positions: exact kernels, ill-conditioned crossings."""
+    spec = parse_study({"name": "ill", "n_positions": 1024, "dim": 768,
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "rotary", "rope_theta": 500000.0, "rotary_dim": 128}]})
+    return run_study(spec, progress=False, executor="serial")
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    spec = parse_study({"name": "sampled", "n_positions": 96, "dim": 32, "analysis": {"n_resamples": 40},
+                        "encodings": [{"kind": "smoothed_random", "length_scale": 4.0}, {"kind": "random"}]})
+    return run_study(spec, progress=False, executor="serial")
+
+
+def _notes(text):
+    """The footnotes' markers (the text before the first ': ' of each unindented line under the table)."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if any(line.startswith(n.split(": ")[0] + ":") for n in _FOOTNOTES.values()))
+    return [line.split(": ")[0] for line in lines[first:] if not line.startswith("  ")]
+
+
+def test_ill_conditioned_crossings_are_flagged_with_their_range(exact):
+    text = _summary_text(exact.summary)
+    summaries = exact.frames["summaries"]
+    ill = summaries[summaries["ill_conditioned"].astype(bool)]
+    assert {(r.label, r.summary) for r in ill.itertuples()} == {
+        ("sinusoidal", "e_folding_distance"), (ROPE, "band_width_0p5"), (ROPE, "e_folding_distance")}
+    for r in ill.itertuples():  # the console shows the number and the range summaries.csv holds, as the README does
+        assert f"{r.value:.0f} (ill-conditioned: {r.crossing_low:.0f}–{r.crossing_high:.0f})" in text
+    assert "185 (ill-conditioned: 154–221)" in text and "166 (ill-conditioned: 135–203)" in text
+    assert len(re.findall(r"\(ill-conditioned: \d", text)) == 3 and "55 (exact)" in text  # well-conditioned exact ones stay (exact)
+    assert _notes(text) == ["(exact)", "(ill-conditioned", "> N", "-"]  # (exact), the range, > 1023, the integral
+    assert max(map(len, text.splitlines())) <= 80
+
+
+def test_an_exact_run_draws_no_resamples(exact, sampled):
+    assert (exact.summary["ci_method"] == "exact").all() and (exact.summary["n_resamples"] == 0).all()
+    assert (sampled.summary["ci_method"] == "anchor_block").all() and (sampled.summary["n_resamples"] == 40).all()
+
+
+#: how each footnote's marker looks in the table
+MARKS = {"(exact)": r"\(exact\)", "(ill-conditioned": r"\(ill-conditioned: \d", "[low, >]": r", >\]", "*": r"\*",
+         "> N": r" > \d", "flat": r" flat( |$)", "noise": r" noise( |$)", "n/a": r" n/a( |$)", "-": r" -( |$)"}
+
+
+def _check(text):
+    notes = _notes(text)
+    body = "\n".join(text.splitlines()[:len(text.splitlines()) - len(notes)])
+    body = body[:body.index(next(n for n in _FOOTNOTES.values() if n.split(": ")[0] == notes[0]).split(": ")[0] + ":")]
+    for mark, pattern in MARKS.items():
+        assert (mark in notes) == bool(re.search(pattern, body, re.M)), (mark, text)
+    assert max(map(len, text.splitlines())) <= 80
+    return notes
+
+
+def test_each_marker_printed_is_explained_and_only_those(exact, sampled):
+    summary = sampled.summary
+    notes = _check(_summary_text(summary))
+    assert "flat" in notes and "(exact)" not in notes and "(ill-conditioned" not in notes
+    _check(_summary_text(exact.summary))
+    # an interval open above, and a failed run, bring their footnotes; a table without them, none
+    smooth = summary[summary["label"].str.startswith("smoothed")].copy()
+    assert "flat" not in _check(_summary_text(smooth))
+    smooth["band_width_0p5_ci_high"] = np.nan
+    assert "[low, >]" in _check(_summary_text(smooth))
+    failed = smooth.assign(status="failed")
+    assert _check(_summary_text(failed)) == ["-"]
