@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -57,7 +58,7 @@ def test_hub_id_from_the_cache_offline(hub_cache, gpt2_folder, make_cache, wpe):
     with pytest.raises(FileNotFoundError, match=r"revision 'v2' is not in the cache repo .*snapshots: " + COMMIT):
         resolve_model("openai-community/gpt2@v2")
     with pytest.raises(FileNotFoundError, match=r"(?s)the Hub model facebook/opt-125m is not in the local cache .*"
-                                                r"HF_HUB_OFFLINE is set, so nothing is downloaded.*hf download"):
+                                                r"poslab never downloads unless you set HF_HUB_OFFLINE=0.*hf download"):
         make_encoding("learned", source="facebook/opt-125m").generate(4, 1)
 
 
@@ -68,7 +69,7 @@ def test_hub_id_weights_not_cached_offline(hub_cache, tmp_path, make_cache):
     make_cache(hub_cache, "org/tiny", only_config)
     m = resolve_model("org/tiny")
     assert m.config_path is not None and m.weights_path is None
-    with pytest.raises(FileNotFoundError, match=r"weights of org/tiny are not in the local cache .* HF_HUB_OFFLINE is set"):
+    with pytest.raises(FileNotFoundError, match=r"weights of org/tiny are not in the local cache .* never downloads unless you set HF_HUB_OFFLINE=0"):
         make_encoding("learned", source="org/tiny").generate(4, 1)
 
 
@@ -85,6 +86,73 @@ def test_hf_hub_cache_environment_in_a_fresh_process(tmp_path, gpt2_folder, make
     out = subprocess.run([sys.executable, "-c", "from poslab.cli import main; main()", "inspect", "openai-community/gpt2"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+# ------------------------------------------------- never the network (QA report, item 1)
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to reach the Hub fails the test at once."""
+    import huggingface_hub
+
+    from poslab.checkpoints import hub
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("poslab reached for the network")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
+    monkeypatch.setattr(huggingface_hub, "get_session", refuse)
+    monkeypatch.setattr(hub, "open_hub_weights", refuse)
+
+
+@pytest.mark.parametrize("source", ["weights/missing.safetensors", "nothere/config.json", "org/x.bin", "org/x.gguf",
+                                    "a/b.NPZ", "./org/name", "../org/name", "~/no-such-poslab-dir/m.pt"])
+def test_a_source_written_like_a_path_is_never_a_hub_id(hub_cache, no_network, monkeypatch, tmp_path, source):
+    from poslab.checkpoints.sources import looks_like_path, parse_hub_id
+
+    monkeypatch.chdir(tmp_path)
+    assert looks_like_path(source) and parse_hub_id(source) is None
+    tried = os.path.abspath(os.path.expanduser(source))
+    with pytest.raises(FileNotFoundError, match=r"looks like a file path, and there is no file or folder " + re.escape(tried)):
+        resolve_model(source)
+    with pytest.raises(FileNotFoundError, match=re.escape(tried)):
+        make_encoding("learned", source=source).generate(4, 1)
+
+
+@pytest.mark.parametrize("kind, entry", [("learned", 'source = "weights/missing.safetensors"'),
+                                         ("rotary", 'config = "nothere/config.json"')])
+def test_a_missing_file_in_a_study_is_refused_when_the_study_is_read(tmp_path, no_network, monkeypatch, kind, entry):
+    from poslab.study.spec import StudyError, load_study
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    study = tmp_path / "study" / "s.toml"
+    study.parent.mkdir()
+    study.write_text(f'name = "s"\nn_positions = 8\ndim = 8\n[[encodings]]\nkind = "{kind}"\n{entry}\n')
+    monkeypatch.chdir(tmp_path)
+    name = entry.split('"')[1]
+    with pytest.raises(StudyError, match=re.escape(f"there is no file or folder {study.parent / name}")):
+        load_study(study)
+    result = CliRunner().invoke(main, ["run", str(study), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "Retry" not in result.output and str(study.parent / name) in result.output
+
+
+def test_an_uncached_hub_id_never_reaches_the_network(hub_cache, no_network, monkeypatch):
+    """With HF_HUB_OFFLINE unset poslab is offline; only an explicit HF_HUB_OFFLINE=0 lets it download."""
+    from huggingface_hub import constants
+
+    from poslab.checkpoints.sources import downloads_allowed
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as huggingface_hub reads an unset variable
+    assert not downloads_allowed()
+    with pytest.raises(FileNotFoundError, match=r"someorg/somemodel is not in the local cache .* poslab never "
+                                                r"downloads unless you set HF_HUB_OFFLINE=0.*hf download someorg/somemodel"):
+        resolve_model("someorg/somemodel")
+    with pytest.raises(ValueError, match=r"never downloads"):
+        make_encoding("rotary", config="someorg/somemodel").generate(4, 8)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert downloads_allowed()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # huggingface_hub's own offline switch still wins
+    assert not downloads_allowed()
 
 
 # ------------------------------------------------------------- confinement (issue 11 item 7)

@@ -1,7 +1,8 @@
 """Read one tensor of a model on the Hugging Face Hub without downloading the checkpoint.
 
-Used only when a Hub id's weights are not in the local cache and
-``HF_HUB_OFFLINE`` is not set. What is transferred:
+Used only when a Hub id's weights are not in the local cache and the user
+set ``HF_HUB_OFFLINE=0`` explicitly (poslab never reaches the network
+otherwise). What is transferred:
 
 - the safetensors headers, through huggingface_hub's
   ``HfApi.get_safetensors_metadata`` (the first 100 kB of each weights file,

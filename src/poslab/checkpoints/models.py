@@ -4,7 +4,9 @@ Accepted sources are those of :mod:`poslab.checkpoints.sources`: a
 ``config.json``, a weights file, a model folder, a Hugging Face cache
 snapshot or ``models--ORG--NAME`` folder, or a Hub id ``ORG/NAME[@REV]``.
 A Hub id whose weights are not cached is read remotely, header and position
-tensor only (:mod:`poslab.checkpoints.hub`), unless ``HF_HUB_OFFLINE`` is set.
+tensor only (:mod:`poslab.checkpoints.hub`), and only when the user set
+``HF_HUB_OFFLINE=0`` explicitly (:func:`poslab.checkpoints.sources.downloads_allowed`);
+otherwise nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import SUPPORTED_SUFFIXES, TensorInfo, list_tensors, load_tensor
-from .sources import WEIGHT_FILES, ModelSource, capped, link_problem, resolve_model
+from .sources import WEIGHT_FILES, ModelSource, capped, downloads_allowed, link_problem, resolve_model
 
 __all__ = ["Checkpoint", "open_checkpoint", "WEIGHT_FILES"]
 
@@ -77,9 +79,9 @@ class Checkpoint:
 def _no_weights(model: ModelSource) -> FileNotFoundError:
     if model.what == "Hub id":
         return FileNotFoundError(
-            f"{model.source}: the weights of {model.repo_id} are not in the local cache {model.root} and "
-            "HF_HUB_OFFLINE is set, so nothing is downloaded. Unset HF_HUB_OFFLINE to read the position tensor "
-            f"alone from the Hub, or download the weights (`hf download {model.repo_id} model.safetensors`)")
+            f"{model.source}: the weights of {model.repo_id} are not in the local cache {model.root}, and poslab "
+            f"never downloads unless you set HF_HUB_OFFLINE=0. Download the weights (`hf download {model.repo_id} "
+            "model.safetensors`), or set HF_HUB_OFFLINE=0 to read the position tensor alone from the Hub")
     folder = model.config_path.parent if model.config_path is not None else Path(model.source).expanduser()
     if model.what == "Hugging Face cache repo" and model.revision:
         folder = model.root / "snapshots" / model.revision
@@ -120,9 +122,7 @@ def open_checkpoint(source) -> Checkpoint:
     if model.weights_path is not None:
         return Checkpoint(model, config)
     if model.what == "Hub id":
-        from huggingface_hub import constants
-
-        if not constants.HF_HUB_OFFLINE:
+        if downloads_allowed():
             from .hub import open_hub_weights
 
             return Checkpoint(model, config, open_hub_weights(model.repo_id, model.revision))

@@ -15,11 +15,19 @@ things:
   or the ``models--ORG--NAME`` folder itself (the snapshot ``refs/main``
   names, else its only snapshot);
 - a Hub id ``ORG/NAME`` or ``ORG/NAME@REVISION`` (a branch, tag or commit)
-  that is not an existing path: looked up in the local Hugging Face cache
-  (``HF_HUB_CACHE``, else ``HF_HOME/hub``, as huggingface_hub reads them)
-  first. Only when it is not cached and ``HF_HUB_OFFLINE`` is not set,
-  ``config.json`` is downloaded into that cache; weights are never downloaded
+  that is not an existing path and does not look like one (see
+  :func:`looks_like_path`): looked up in the local Hugging Face cache
+  (``HF_HUB_CACHE``, else ``HF_HOME/hub``, as huggingface_hub reads them).
+  poslab never reaches the network on its own: a Hub id that is not cached is
+  refused with the command that downloads it. Only when the user sets
+  ``HF_HUB_OFFLINE=0`` explicitly (:func:`downloads_allowed`) is
+  ``config.json`` downloaded into that cache; weights are never downloaded
   here (:mod:`poslab.checkpoints.hub` reads just the position tensor).
+
+A source that looks like a file (it ends in a suffix poslab reads, or starts
+with ``./``, ``../``, ``/`` or ``~``) is always a path: when nothing is there
+it is refused at once, naming the absolute path tried, and never looked up
+as a Hub id.
 
 Every file poslab derives from what the user named — the weights and
 ``config.json`` of a folder, a cache snapshot's links into ``blobs/``, the
@@ -39,12 +47,16 @@ import re
 from pathlib import Path
 
 __all__ = ["ModelSource", "SourceError", "resolve_model", "read_json", "confined", "cache_repo_of", "snapshot_of",
-           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "parse_hub_id", "plain_name", "quoted", "capped"]
+           "WEIGHT_FILES", "WEIGHT_SUFFIXES", "PATH_SUFFIXES", "parse_hub_id", "looks_like_path",
+           "downloads_allowed", "plain_name", "quoted", "capped"]
 
 #: weights file names of a Hugging Face model folder, in order of preference.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 #: file name endings poslab reads tensors from.
 WEIGHT_SUFFIXES = (".npy", ".npz", ".safetensors", ".bin", ".pt", ".pth", ".index.json")
+#: file name endings that make a source a path, never a Hub id (``.gguf`` is refused later, as a format).
+PATH_SUFFIXES = WEIGHT_SUFFIXES + (".json", ".gguf")
+_PATH_PREFIXES = ("./", "../", "/", "~", ".\\", "..\\")
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")  # a snapshot name: one path component
@@ -233,9 +245,47 @@ def plain_name(name, *, where: str, what: str = "file") -> str:
     return name
 
 
+def looks_like_path(text) -> bool:
+    """True when ``text`` is written like a file path, never a Hub id.
+
+    That is: it starts with ``./``, ``../``, ``/`` or ``~``, or its name ends in
+    one of :data:`PATH_SUFFIXES` (``.safetensors``, ``.bin``, ``.pt``, ``.pth``,
+    ``.npy``, ``.npz``, ``.json``, ``.gguf``), case-insensitively.
+    """
+    if not isinstance(text, str):
+        return False
+    name = text.split("@", 1)[0] if not text.startswith(_PATH_PREFIXES) else text
+    return text.startswith(_PATH_PREFIXES) or os.path.isabs(text) or name.lower().endswith(PATH_SUFFIXES)
+
+
+def downloads_allowed() -> bool:
+    """True only when the user set ``HF_HUB_OFFLINE=0`` (or false/no/off) explicitly.
+
+    poslab promises that nothing is downloaded at run time: with ``HF_HUB_OFFLINE`` unset
+    poslab behaves as if it were 1 and never reaches the network.
+    """
+    value = os.environ.get("HF_HUB_OFFLINE")
+    if value is None or value.strip().lower() not in ("0", "false", "no", "off"):
+        return False
+    from huggingface_hub import constants
+
+    return not constants.HF_HUB_OFFLINE
+
+
+def missing_path(text: str, path: Path) -> FileNotFoundError:
+    """The refusal for a source written like a path with nothing there: the absolute path tried, what to write."""
+    return FileNotFoundError(
+        f"{text!r} looks like a file path, and there is no file or folder {Path(os.path.abspath(path))}. "
+        "Write the path of an existing file or folder (a relative path is read beside the study file, "
+        "else from the working folder), or a Hub id ORG/NAME that is in the local Hugging Face cache")
+
+
 def parse_hub_id(text: str) -> tuple[str, str | None] | None:
-    """(repo_id, revision or None) if ``text`` is written like a Hub id ``ORG/NAME[@REV]``, else None."""
-    if not isinstance(text, str) or text.count("/") != 1 or text.startswith((".", "~")):
+    """(repo_id, revision or None) if ``text`` is written like a Hub id ``ORG/NAME[@REV]``, else None.
+
+    A text that :func:`looks_like_path` is never a Hub id.
+    """
+    if not isinstance(text, str) or text.count("/") != 1 or text.startswith((".", "~")) or looks_like_path(text):
         return None
     repo_id, _, revision = text.partition("@")
     try:
@@ -349,7 +399,7 @@ def _hub_source(source: str, repo_id: str, revision: str | None) -> ModelSource:
 
     cache = Path(constants.HF_HUB_CACHE)
     repo = cache / repo_folder_name(repo_id=repo_id, repo_type="model")
-    offline = constants.HF_HUB_OFFLINE
+    offline = not downloads_allowed()
     snap = None
     if (repo / "snapshots").is_dir():
         try:
@@ -366,8 +416,9 @@ def _hub_source(source: str, repo_id: str, revision: str | None) -> ModelSource:
     if config is None and not offline:
         config, snap = _download_config(repo_id, revision, repo) or (None, snap)
     if snap is None:
-        how = (f"HF_HUB_OFFLINE is set, so nothing is downloaded. Download it first (for example "
-               f"`hf download {repo_id} config.json model.safetensors`), or unset HF_HUB_OFFLINE"
+        how = (f"and poslab never downloads unless you set HF_HUB_OFFLINE=0. Download it first (for example "
+               f"`hf download {repo_id} config.json model.safetensors`), or set HF_HUB_OFFLINE=0 to let "
+               "poslab fetch config.json and the position tensor alone"
                if offline else "and it could not be found on the Hub")
         raise FileNotFoundError(f"the Hub model {repo_id}"
                                 f"{'@' + revision if revision else ''} is not in the local cache {cache} "
@@ -414,8 +465,9 @@ def resolve_model(source) -> ModelSource:
     Raises
     ------
     FileNotFoundError
-        Nothing at ``source`` and not a Hub id, a Hub id neither cached nor
-        reachable, a broken or looping symlink.
+        Nothing at ``source`` and not a Hub id (at once, without any lookup,
+        when ``source`` :func:`looks_like_path`), a Hub id not cached (and,
+        with ``HF_HUB_OFFLINE=0``, not reachable), a broken or looping symlink.
     SourceError
         A path escaping its folder or cache repo, a bad ``refs`` entry, an
         ambiguous cache folder.
@@ -447,6 +499,8 @@ def resolve_model(source) -> ModelSource:
             return _folder_source(text, path, "model folder in a Hugging Face cache snapshot", repo, "cache repo",
                                   **_provenance(path))
         return _folder_source(text, path, "model folder", path, "model folder")
+    if looks_like_path(text):
+        raise missing_path(text, path)
     hub = parse_hub_id(text)
     if hub is not None:
         try:

@@ -16,7 +16,7 @@ from ..analysis.grid import parse_grid
 from ..checkpoints.files import list_tensors, load_tensor
 from ..checkpoints.positions import load_position_table, select_position_table
 from ..checkpoints.runs import RUN_FILE, is_training_run, open_training_run
-from ..checkpoints.sources import parse_hub_id, resolve_model
+from ..checkpoints.sources import looks_like_path, missing_path, parse_hub_id, resolve_model
 from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_name, bundled_path, bundled_run_path
 from .base import Encoding, ParameterError, TableCost, parameter
 from .registry import register
@@ -186,6 +186,8 @@ def load_learned(source: str, key: str | None = None, step: int | None = None) -
         return _load_cached(name, None, None, ())
     path = Path(source).expanduser()
     if not path.exists() and not path.is_symlink():
+        if looks_like_path(source):
+            raise FileNotFoundError(f"learned: source = {missing_path(source, path)}")
         if parse_hub_id(source) is None:
             raise FileNotFoundError(
                 f"learned: source {source!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) "

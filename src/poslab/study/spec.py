@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import re
 import tomllib
 import warnings
@@ -321,6 +322,18 @@ def _beside(value, folder: Path, bundled: bool = False):
     return value
 
 
+def _missing_file(value, folder: Path) -> Path | None:
+    """The absolute path tried for ``value`` when it looks like a file path and nothing is there, else None."""
+    from ..checkpoints.sources import looks_like_path
+
+    if not isinstance(value, str) or not looks_like_path(value):
+        return None
+    given = Path(value).expanduser()
+    if given.exists() or given.is_symlink():
+        return None
+    return Path(os.path.abspath(given if given.is_absolute() else folder / given))
+
+
 def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
     """Read and validate a TOML study file.
 
@@ -358,4 +371,12 @@ def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
                     entry[name] = _beside(entry[name], path.parent, bundled=name in cls.bundled_params)
                 except ValueError as exc:  # a bare bundled name that also exists beside the study file
                     raise StudyError(f"{path}: [[encodings]] kind = {entry['kind']!r}, {name} = {exc}") from None
+                for value in entry[name] if isinstance(entry[name], list) else [entry[name]]:
+                    missing = _missing_file(value, path.parent)
+                    if missing is not None:
+                        raise StudyError(
+                            f"{path}: [[encodings]] kind = {entry['kind']!r}, {name} = {value!r} looks like a file "
+                            f"path, and there is no file or folder {missing} (a relative path is read beside the "
+                            "study file). Write the path of an existing file, relative to the study file or "
+                            "absolute; a Hub id ORG/NAME is read only from the local Hugging Face cache")
     return parse_study(data, source=str(path), text=text, max_runs=max_runs)
