@@ -127,3 +127,21 @@ def test_relative_source_is_recorded_relative_to_the_working_folder(tmp_path, gp
     monkeypatch.chdir(tmp_path)
     spec = load_study(path)
     assert spec.encodings[0].label == "learned(source=studies/tables/mine.npy)"
+
+
+@pytest.mark.parametrize("entry, key, value, why", [
+    ({"kind": "rotary"}, "dim", 128, r"a common size these encodings accept; dim = 1 would be refused: .*odd"),
+    ({"kind": "rotary", "rotary_dim": 64}, "dim", 64, r"the rotary_dim of \[\[encodings\]\] entry 1; dim = 1 would"),
+    ({"kind": "sinusoidal"}, "dim", 128, r"a common size these encodings accept\)$"),
+    ({"kind": "learned", "source": "trained-char-lm"}, "n_positions", 256, r"a common size these encodings accept"),
+])
+def test_a_missing_size_suggests_a_value_that_passes(entry, key, value, why):
+    """QA report item 4: `write dim = 1` for a rotary study, which dim = 1 then refuses."""
+    data = {"name": "s", "n_positions": 64, "dim": 64, "encodings": [entry]}
+    del data[key]
+    with pytest.raises(StudyError, match=rf"{key} is required \(.*\); write {key} = {value} \({why}"):
+        parse_study(data)
+    parse_study({**data, key: value})  # the value suggested passes
+    bad = {**data, "encodings": [{"kind": "rotary", "rotary_dim": 3}]}
+    with pytest.raises(StudyError, match=rf"{key} is required .*refused whatever its {key} .*even integer"):
+        parse_study(bad)

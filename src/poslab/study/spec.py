@@ -141,6 +141,45 @@ _REQUIRED = {
 }
 
 
+#: Values tried, in order, for a missing n_positions or dim (after the widths the entries give).
+_TRIED = {"n_positions": (1024, 512, 256, 128, 64), "dim": (128, 64, 768, 256, 32)}
+_WHAT = {"n_positions": "the number of positions, an integer >= 2", "dim": "the width of every position vector, an integer >= 1"}
+
+
+def _missing_size(data: dict, key: str, where: str, max_runs) -> str:
+    """The message for a missing ``n_positions`` or ``dim``, suggesting a value the study's encodings accept.
+
+    The value suggested is the first that :func:`parse_study` accepts among the widths the entries
+    give (``rotary_dim``, ``dim``, ``head_dim``, for ``dim``) and then a few common sizes; the
+    message says why the smallest allowed value would be refused, if it would.
+    """
+    entries = data["encodings"] if isinstance(data.get("encodings"), list) else []
+    given = [(v, f"the {name} of [[encodings]] entry {i + 1}") for i, e in enumerate(entries) if isinstance(e, dict)
+             for name, v in e.items() if key == "dim" and name in ("rotary_dim", "dim", "head_dim")
+             and isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    tried = list(dict.fromkeys([v for v, _ in given] + list(_TRIED[key])))
+    why = dict(reversed(given))
+    other = {} if key == "dim" or "dim" in data else {"dim": _TRIED["dim"][0]}
+    def refusal(value):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parse_study({**data, **other, key: value}, source=where, max_runs=max_runs)
+        except StudyError as exc:
+            return str(exc).removeprefix(f"{where}: ")
+        return None
+
+    smallest = _REQUIRED[key].minimum
+    refused = refusal(smallest)
+    least = f"; {key} = {smallest} would be refused: {refused}" if refused else ""
+    for value in tried:
+        if refusal(value) is None:
+            return (f"{where}: {key} is required ({_WHAT[key]}); write {key} = {value} "
+                    f"({why.get(value, 'a common size these encodings accept')}{least})")
+    return (f"{where}: {key} is required ({_WHAT[key]}), and the study is refused whatever its {key} (none of "
+            f"{', '.join(map(str, tried))} would do; {key} = {tried[0]}: {refusal(tried[0])})")
+
+
 def _int(value, what, where, minimum):
     return check(value, Integer(minimum=minimum), what, where=where, error=StudyError)
 
@@ -234,6 +273,8 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
     if unknown:
         raise StudyError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(_TOP_KEYS))}")
     for key in ("name", "n_positions", "dim", "encodings"):
+        if key in ("n_positions", "dim") and key not in data and "encodings" in data:
+            raise StudyError(_missing_size(data, key, where, max_runs))
         if key not in data:
             raise StudyError(missing_message(where, key, _REQUIRED[key]) if key != "encodings" else
                              f"{where}: encodings are required; write at least one [[encodings]] table with "
