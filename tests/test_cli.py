@@ -125,3 +125,21 @@ def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_ta
     assert summary.loc[~summary["kind"].isin(["random", "sinusoidal", "rotary"]), "decay_length"].notna().all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["study"] == "compare_encodings" and manifest["seeds"] == [0, 1, 2]
+
+
+def test_an_empty_out_is_refused_and_an_interrupt_prints_no_empty_line(tmp_path, monkeypatch):
+    """QA report item 5: `--out ''` meant the working folder, silently; ^C's message came after an empty line."""
+    import poslab.study
+
+    monkeypatch.chdir(tmp_path)
+    for command in (["run", "--out", ""], ["run", "--out", "  "], ["train", "--out", ""]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2 and "Invalid value for '--out': is empty" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(poslab.study, "load_study", interrupt)
+    result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 130 and result.output.startswith("interrupted; nothing half-written"), result.output

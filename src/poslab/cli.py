@@ -54,6 +54,24 @@ class BadInput(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+def _fresh_line() -> str:
+    """A newline on a terminal, where the ^C echoed or a progress bar may end the current line; else nothing."""
+    try:
+        return "\n" if sys.stderr.isatty() else ""
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return ""
+
+
+def _out_folder(ctx, param, value):
+    """``--out`` as a Path; an empty value (which would silently mean the working folder) is refused."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter(f"is empty ({value!r}); give the folder to write to, e.g. --out results/NAME"
+                                 + (", or leave --out out for results/<study name>" if ctx.info_name == "run" else ""))
+    return Path(value)
+
+
 class _Group(click.Group):
     """Ctrl-C exits 130 (click's default is 1, which here means "some runs failed"); no traceback ever."""
 
@@ -61,10 +79,11 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo(f"\ninterrupted; {_NOTHING_HALF_WRITTEN}", err=True)
+            click.echo(f"{_fresh_line()}interrupted; {_NOTHING_HALF_WRITTEN}", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except _Stopped as exc:
-            click.echo(f"\nstopped by {signal.Signals(exc.code - 128).name}; {_NOTHING_HALF_WRITTEN}", err=True)
+            click.echo(f"{_fresh_line()}stopped by {signal.Signals(exc.code - 128).name}; {_NOTHING_HALF_WRITTEN}",
+                       err=True)
             raise
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
@@ -89,7 +108,8 @@ def main():
 
 @main.command()
 @click.argument("study", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder [default: results/<study name>].")
+@click.option("--out", type=click.Path(file_okay=False), callback=_out_folder,
+              help="Results folder [default: results/<study name>].")
 @click.option("--overwrite", is_flag=True, help="Replace an existing poslab results folder.")
 @click.option("--progress/--no-progress", default=True,
               help="Show where the study is on stderr: a bar on a terminal, one line per stage on a pipe or in CI.")
@@ -485,7 +505,8 @@ def inspect(source, key):
 
 
 @main.command()
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run folder to create.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), callback=_out_folder,
+              help="Run folder to create.")
 @click.option("--corpus", default="tinyshakespeare", show_default=True, help="Bundled corpus name or a UTF-8 text file.")
 @click.option("--steps", default=1500, show_default=True, type=click.IntRange(min=1), help="Optimizer steps.")
 @click.option("--layers", default=2, show_default=True, type=click.IntRange(min=1))

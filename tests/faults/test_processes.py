@@ -330,6 +330,7 @@ def test_interrupt_with_progress_on_leaves_nothing(tmp_path, poslab, phase):
     assert status == 130, output
     assert "Traceback" not in output and "\r" not in output, output
     assert "interrupted; nothing half-written was left behind" in output
+    assert "\n\ninterrupted" not in output and not output.startswith("\n")  # no empty line before it on a pipe
     if phase == "figures":  # the stages and the tables were reported, the unfinished figures were not
         assert "fault seed 0: heatmap " in output and "tables: " in output
         assert "figures: " not in output
