@@ -249,7 +249,7 @@ def test_head_width_and_partial_rotary_factor(tmp_path):
 
 
 def test_config_errors(tmp_path):
-    with pytest.raises(ParameterError, match=r"rotary: config: .*nope\.json' is neither an existing file or folder"):
+    with pytest.raises(ParameterError, match=r"rotary: config: .*nope\.json' looks like a file path, and there is no file or folder .*nope\.json"):
         make_encoding("rotary", config=str(tmp_path / "nope.json"))
     with pytest.raises(ParameterError, match=r"\(model folder\) has no config.json"):
         make_encoding("rotary", config=str(tmp_path))

@@ -98,7 +98,8 @@ def test_per_run_intervals_properties_and_bootstrap_tables(study):
     assert (s.loc[exact, "ci_method"] == "exact").all() and s.loc[exact, "decay_length_ci_low"].isna().all()
     ok = s[s["decay_length"].notna() & ~exact]
     assert ((ok["decay_length_ci_low"] <= ok["decay_length"]) & (ok["decay_length"] <= ok["decay_length_ci_high"])).all()
-    assert (s.loc[~exact, "ci_method"] == "anchor_block").all() and (s["n_resamples"] == 200).all()
+    assert (s.loc[~exact, "ci_method"] == "anchor_block").all() and (s.loc[~exact, "n_resamples"] == 200).all()
+    assert (s.loc[exact, "n_resamples"] == 0).all()  # an exact run draws no resamples
     # chosen from the data, at least ceil(256 / 32), at most 256 / 8; exact runs have none
     assert s.loc[~exact, "block_length"].between(8, 32).all() and s.loc[exact, "block_length"].isna().all()
     # band-width intervals are integer positions around the width

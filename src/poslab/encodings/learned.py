@@ -228,9 +228,11 @@ class Learned(Encoding):
         ``.npz``, ``.safetensors`` or PyTorch ``.bin``/``.pt`` file (the last
         only with torch installed, through ``torch.load(weights_only=True)``),
         a ``config.json``, a Hugging Face model folder or cache snapshot, a
-        Hub id ``ORG/NAME[@REVISION]`` (local cache first; see
+        Hub id ``ORG/NAME[@REVISION]`` (from the local cache; nothing is
+        downloaded unless ``HF_HUB_OFFLINE=0`` is set, see
         :func:`poslab.checkpoints.resolve_model`), or a poslab training-run
-        folder.
+        folder. A source written like a file (``.npy``, ``.safetensors``, ...,
+        or ``./``...) is always a path, refused at once when missing.
     key : str or None
         Tensor name. Default: chosen from ``config.json`` ``model_type`` and
         the tensor names; ambiguity is an error listing the candidates.

@@ -398,8 +398,9 @@ def config_path(path) -> Path:
 
     Anything :func:`poslab.checkpoints.resolve_model` takes: a ``config.json``, a
     weights file or model folder holding one, a Hugging Face cache snapshot or
-    ``models--ORG--NAME`` folder, or a Hub id ``ORG/NAME[@REVISION]`` (the local
-    cache first; nothing but config.json is ever downloaded).
+    ``models--ORG--NAME`` folder, or a Hub id ``ORG/NAME[@REVISION]`` (from the
+    local cache; nothing is downloaded unless ``HF_HUB_OFFLINE=0`` is set, and
+    then only config.json).
 
     Raises
     ------
