@@ -261,8 +261,9 @@ def _summary_text(summary) -> str:
     number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
     no interval) is followed by "(exact)", explained under the table, never
     by a bracket, unless the crossing is ``ill_conditioned`` (``summary_notes``):
-    then "(ill-conditioned: low–high)", the range the crossing moves over when
-    the level changes by ±0.02, as in the README; a summary the run flags
+    then "(ill-conditioned: low–high)" follows the number (an exact run) or its
+    interval, the range the crossing moves over when the level changes by
+    ±0.02, as in the README; a summary the run flags
     ``window_dependent`` is followed by "*". A 1-D summary of a run on a grid
     (``not_applicable``) is "n/a". An interval whose high end is empty is
     printed ``[low, >]`` (open above). Each marker that appears in the table
@@ -308,9 +309,13 @@ def _summary_text(summary) -> str:
                 seen.add("beyond")
             elif pd.isna(value):
                 text = "-"
-            elif (ill := _ill_conditioned(notes, name)) is not None:
-                text = f"{fmt.format(value)} (ill-conditioned{ill})"
+            elif (ill := _ill_conditioned(notes, name)) is not None:  # its range, after the interval if sampled
+                text = fmt.format(value) if exact[i] or not col.interval else \
+                    _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
+                text += f" (ill-conditioned{ill})"
                 seen.add("ill")
+                if text.count(", >]"):
+                    seen.add("open")
             elif col.interval and exact[i]:
                 text = f"{fmt.format(value)} (exact)"
                 seen.add("exact")
