@@ -37,7 +37,7 @@ from ..stages.profile import PROFILES
 
 __all__ = ["plot_similarity_heatmaps", "plot_decay_curves", "save_figure", "study_figure", "STUDY_FIGURES",
            "FIGURE_TABLES", "FigureLimitWarning", "MAX_PANELS", "MAX_CURVES", "MAX_ROWS", "MAX_GRID_TABLES",
-           "FigureSettings", "FORMATS", "WIDTHS", "MIN_FONT_POINTS", "short_labels", "print_figure"]
+           "FigureSettings", "FORMATS", "WIDTHS", "MIN_FONT_POINTS", "short_labels", "print_figure", "study_colours"]
 
 
 #: file name -> function(tables, title) returning a Figure, or None to skip (see :func:`study_figure`).
@@ -261,6 +261,28 @@ def curve_palette(n: int) -> list:
         return sns.color_palette("husl", n)
     cb = [to_rgb(c) for c in _COLORBLIND]
     return [cb[0], cb[3], cb[2], cb[4], (0.1, 0.1, 0.1), cb[9], cb[1], cb[5], cb[7], cb[8]][:n]
+
+
+def study_colours(tables: dict[str, pd.DataFrame]) -> dict:
+    """label → line colour for every figure of a study: one mapping, so a run keeps its colour in each figure.
+
+    The labels are taken once, in study order, from ``summary`` (every run), else from the first table with a
+    ``label`` column; the colours are :func:`curve_palette` of their number (colour-blind safe up to 6, distinct
+    up to 10, "husl" beyond). A figure draws each of its labels in this colour whichever subset it shows.
+    """
+    for name in ("summary", *tables):
+        frame = tables.get(name)
+        if isinstance(frame, pd.DataFrame) and "label" in frame.columns and len(frame):
+            labels = list(pd.unique(frame["label"]))
+            return dict(zip(labels, curve_palette(len(labels))))
+    return {}
+
+
+def _label_colours(labels, colours: dict | None) -> dict:
+    """``colours`` (a study's :func:`study_colours`) when it names every label, else a palette of ``labels``."""
+    if colours and all(label in colours for label in labels):
+        return {label: colours[label] for label in labels}
+    return dict(zip(labels, curve_palette(len(labels))))
 
 
 #: seaborn's "colorblind" palette (``seaborn.color_palette("colorblind").as_hex()``, from Okabe & Ito's colours).
@@ -529,7 +551,11 @@ def _seed_summary(rows, label):
                          "studies; filter it to one study (or give the runs distinct labels) first")
     g = rows.groupby("distance", sort=True)
     out = g["mean_similarity"].agg(mean="mean", sd="std", n_seeds="count")
-    out["fit"] = g["fitted_similarity"].mean() if "fitted_similarity" in rows else np.nan
+    if "fitted_similarity" in rows:  # where every seed's fit is (each is drawn only over its fitted distances)
+        fit = g["fitted_similarity"]
+        out["fit"] = fit.mean().where(fit.count() == g.size())
+    else:
+        out["fit"] = np.nan
     for name, col in bands.items():
         out[name] = g[col].first() if col in rows else np.nan
     return out.reset_index()
@@ -620,7 +646,7 @@ def _plot_decimated(ax, x, y, **style):
 
 
 def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = None, labels=None, min_distance=1,
-                      panel_size=(6.0, 4.2), title=None) -> Figure:
+                      panel_size=(6.0, 4.2), title=None, colours: dict | None = None) -> Figure:
     """Similarity profiles against distance, on a linear and a log distance axis.
 
     Parameters
@@ -639,7 +665,9 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         and ``decay_length_ci_low`` / ``_ci_high`` are marked on the profile
         (a diamond with a horizontal interval bar); its ``kernel`` column names
         the scale of each label (a bias's attention prior is marked in the legend
-        and the y axis names every scale shown).
+        and the y axis names every scale shown); its ``fit_max_distance`` (per
+        run) ends each run's dashed fit: a fit is drawn only over the distances
+        it was fitted on (``fitted_similarity`` extrapolates beyond them).
     labels : list of str, optional
         Labels to show, in this order. Default: all, in order of appearance.
         At most :data:`MAX_CURVES` are drawn (the first ones; the figure says
@@ -650,14 +678,18 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         Width and height of each of the two panels, in inches.
     title : str, optional
         Figure title.
+    colours : dict, optional
+        label → colour (:func:`study_colours`: the same colour for a run in every figure of a study).
 
     Returns
     -------
     matplotlib.figure.Figure
         Two axes sharing y. Solid line: mean over seeds; shaded band: +-1 sd
         across seeds (labels with several seeds) or the bootstrap band (one
-        run); dashed line: mean selected fit; diamond: decay length with its
-        interval. One legend to the right of the panels.
+        run); dashed line: mean selected fit over the distances every run of
+        the label fitted; diamond: decay length with its interval (an arrow
+        to the panel's edge when it is open above). One legend to the right
+        of the panels.
     """
     _check_frame(profiles, _PROFILE_COLUMNS, "profiles")
     by_label = _LabelRows(profiles)
@@ -666,14 +698,14 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                           "profiles.csv (decay lengths: summary.csv, comparison.csv)")
     marks = _decay_marks(summary, labels)
     scales = kernel_scales(summary)
-    per_label = {label: _seed_summary(by_label(label), label) for label in labels}
+    per_label = {label: _seed_summary(_within_fit_range(by_label(label), summary), label) for label in labels}
     names, shared = short_labels(labels)
-    colours = dict(zip(labels, curve_palette(len(labels))))
+    colours = _label_colours(labels, colours)
     w, h = panel_size
     fig = Figure(figsize=(2 * w + 2.2, h), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2, sharey=True)
     starts = {ax_lin: min_distance, ax_log: max(1, min_distance)}
-    handles, any_band, any_fit, any_ci, decimated, starred = [], False, False, False, False, False
+    handles, any_band, any_fit, any_ci, decimated, starred, any_open = [], False, False, False, False, False, False
     for label in labels:
         s = per_label[label]
         colour = colours[label]
@@ -700,6 +732,9 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                 if np.isfinite(low) and np.isfinite(high):  # the interval as drawn from its ends: a point estimate
                     # may lie outside its own percentile interval (a biased statistic), never a negative error bar
                     ax.plot([low, high], [y_at, y_at], color=colour, lw=1.5, marker="|", ms=6, zorder=5)
+                elif np.isfinite(low):  # open above (high NaN): a bar from its low end to the panel's edge, an arrow
+                    _open_interval(ax, low, y_at, colour, lw=1.0)
+                    any_open = True
                 # white face, the curve's colour as edge: visible on its own curve whatever the colour
                 ax.plot([length], [y_at], "D", ms=5.5, mfc="white", mec=colour, mew=1.6, zorder=6)
             if d["fit"].notna().any():
@@ -720,7 +755,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     ax_lin.set_title("linear distance")
     ax_log.set_title("log distance")
     if any_fit:
-        handles.append(Line2D([], [], color="0.3", lw=1.2, ls="--", label="selected fit (dashed)"))
+        handles.append(Line2D([], [], color="0.3", lw=1.2, ls="--", label="selected fit (dashed, fitted range)"))
     if any_band:
         handles.append(Patch(color="0.3", alpha=0.2, label="±1 sd across seeds"))
     if any_ci:
@@ -731,7 +766,45 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                               label="decay length" + (f", {level:.0%} interval" if level else "")))
     caption = _hidden_curves(per_label, labels, names) + ([WINDOW_NOTE.replace("this summary", "the decay length")]
                                                         if starred else [])
+    if any_open:
+        caption.append("An arrow to the panel's edge: the decay length's interval is open above (the data do not "
+                       "bound it within the window).")
     return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated, caption=caption)
+
+
+def _within_fit_range(rows: pd.DataFrame, summary: pd.DataFrame | None) -> pd.DataFrame:
+    """One label's profile rows with ``fitted_similarity`` emptied beyond each run's ``fit_max_distance`` (summary).
+
+    The profiles table holds the selected model at every distance; a fit describes only the distances it was
+    fitted on (e.g. up to the first zero crossing), so a figure draws it there only. Runs without a
+    ``fit_max_distance`` keep their fitted values as they are."""
+    if "fitted_similarity" not in rows or summary is None or not {"label", "fit_max_distance"} <= set(summary.columns) \
+            or not len(rows):
+        return rows
+    runs = summary[summary["label"] == rows["label"].iloc[0]]
+    if not len(runs):
+        return rows
+    seed = rows["seed"] if "seed" in rows else pd.Series(np.nan, index=rows.index)
+    limit = np.full(len(rows), np.inf)
+    for _, run in runs.iterrows():
+        end = pd.to_numeric(pd.Series([run["fit_max_distance"]]), errors="coerce").iloc[0]
+        if pd.isna(end):
+            continue
+        same = seed.isna().to_numpy() if pd.isna(run.get("seed")) else (seed == run["seed"]).fillna(False).to_numpy()
+        limit[same] = float(end)
+    beyond = rows["distance"].to_numpy(dtype=float) > limit
+    if not beyond.any():
+        return rows
+    rows = rows.copy()
+    rows.loc[beyond, "fitted_similarity"] = np.nan
+    return rows
+
+
+def _open_interval(ax, low: float, y: float, colour, **style) -> None:
+    """An interval open above on ``ax``: a bar from ``low`` (data) to the axes' right edge, ending in an arrow."""
+    ax.annotate("", xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(low, y), textcoords="data",
+                arrowprops=dict(arrowstyle="-|>", color=colour, lw=style.get("lw", 1.5), shrinkA=0, shrinkB=0,
+                                mutation_scale=8), zorder=5)
 
 
 def _hidden_curves(per_label: dict, labels, names) -> list[str]:
@@ -915,7 +988,8 @@ def decay_figure(tables, title=None):
     """The similarity profiles with their selected fits and decay lengths (None without profiles)."""
     if not _nonempty(tables, "profiles"):
         return None
-    return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title)
+    return plot_decay_curves(tables["profiles"], summary=tables.get("summary"), title=title,
+                             colours=study_colours(tables))
 
 
 @study_figure("first_minimum.png", tables=("profiles", "summary"))
@@ -931,27 +1005,32 @@ def first_minimum_figure(tables, title=None):
                          "summary.csv (first_minimum) and profiles.csv")
     marks = marks[marks["label"].isin(shown)]
     names, shared = short_labels(shown)
-    title = _title_with(title, shared)
-    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    fig = Figure(figsize=(6.0, 4.2), layout="constrained")
     ax = fig.subplots()
-    colours = curve_palette(len(shown))
-    decimated = False
+    colours = _label_colours(shown, study_colours(tables))
+    decimated, handles, unshown = False, [], []
     by_label = _LabelRows(tables["profiles"])
-    for colour, (label, runs) in zip(colours, marks.groupby("label", sort=False)):
+    for label, runs in marks.groupby("label", sort=False):
+        colour = colours[label]
         run = runs.iloc[0]  # the first seed of a stochastic encoding
         rows = by_label(label)
+        seeds = sorted(int(x) for x in pd.unique(summary.loc[summary["label"] == label, "seed"].dropna()))
+        if len(seeds) > 1:  # the other seeds are not drawn: the figure says so
+            others = [str(x) for x in seeds if x != int(run["seed"])]
+            unshown.append(f"{names[label]}: seed {int(run['seed'])} shown, seed{'s' if len(others) > 1 else ''} "
+                           f"{', '.join(others)} not shown")
         rows = rows[rows["seed"].isna() if pd.isna(run["seed"]) else rows["seed"] == run["seed"]]
         keep = drawn_points(rows["distance"].to_numpy(dtype=float), rows["mean_similarity"].to_numpy(dtype=float))
         decimated |= keep.size < len(rows)
         rows = rows.iloc[keep]  # long profiles: decimated
-        ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4,
-                label=textwrap.fill(names[label], 40, break_long_words=False))
+        ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4)
         ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", ms=7, mfc="white", mec=colour,
                 mew=1.6, zorder=5)
-    ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity",
-           title="first minimum of the profile (triangles)")
+        handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(names[label], 32,
+                                                                                 break_long_words=False)))
+    handles.append(Line2D([], [], ls="", marker="v", ms=7, mfc="white", mec="0.3", mew=1.6, label="first minimum"))
+    ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity", title="first minimum of the profile")
     ax.grid(alpha=0.25, lw=0.5)
-    ax.legend()
-    if title:
-        fig.suptitle(title)
-    return _say_left_out(fig, note, decimated)
+    # the legend beside the panel (under it at column width, print_figure): never over a curve or a triangle
+    return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated,
+                   caption=[f"{line}." for line in unshown])

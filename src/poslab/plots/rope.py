@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from ..stages.rope import INV_FREQ, NOPE_TEMPERATURE, ROPE_DECAY
 from ..stages.profile import PROFILES
 from .core import (MAX_CURVES, WIDTHS, _check_frame, _finish, _first, _LabelRows, _nonempty, _plot_decimated,
-                   _select_labels, _title_with, curve_palette, short_labels, study_figure)
+                   _label_colours, _select_labels, _title_with, short_labels, study_colours, study_figure)
 
 __all__ = ["plot_rope_geometry", "rope_figure", "plot_nope_temperature", "nope_temperature_figure",
            "plot_rope_models", "rope_models_figure"]
@@ -25,7 +25,7 @@ _DECAY_COLUMNS = ROPE_DECAY.declared("label", "distance", "relative_upper_bound"
 
 
 def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labels=None,
-                       panel_size=(4.6, 3.6), title=None) -> Figure:
+                       panel_size=(4.6, 3.6), title=None, colours: dict | None = None) -> Figure:
     """RoFormer's decay bound against distance, and each run's frequencies against pair index.
 
     Parameters
@@ -44,6 +44,8 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     panel_size : (float, float)
         Width and height of each of the three panels, in inches.
     title : str, optional
+    colours : dict, optional
+        label → colour (:func:`~poslab.plots.core.study_colours`: a run's colour in every figure of its study).
 
     Returns
     -------
@@ -56,7 +58,7 @@ def plot_rope_geometry(inv_freq: pd.DataFrame, rope_decay: pd.DataFrame, *, labe
     _check_frame(rope_decay, _DECAY_COLUMNS, "rope_decay")
     labels, note = _first(_select_labels(inv_freq, labels, "inv_freq"), MAX_CURVES, "rotary labels (study order)",
                           "inv_freq.csv and rope_decay.csv")
-    palette = curve_palette(len(labels))
+    palette = list(_label_colours(labels, colours).values())
     names, shared = short_labels(labels)
     w, h = panel_size
     if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
@@ -99,13 +101,14 @@ def rope_figure(tables: dict[str, pd.DataFrame], title: str | None = None) -> Fi
     """The study figure ``rope_geometry.png``: None unless the study has rotary runs."""
     if not all(name in tables and len(tables[name]) for name in ("inv_freq", "rope_decay")):
         return None
-    return plot_rope_geometry(tables["inv_freq"], tables["rope_decay"], title=title)
+    return plot_rope_geometry(tables["inv_freq"], tables["rope_decay"], title=title, colours=study_colours(tables))
 
 
 _NOPE_COLUMNS = NOPE_TEMPERATURE.declared("label", "layer_group", "position", "query_scale")
 
 
-def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(5.6, 3.6), title=None) -> Figure:
+def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(5.6, 3.6), title=None,
+                          colours: dict | None = None) -> Figure:
     """Llama 4's query temperature on layers without RoPE against position (a step curve, log position).
 
     Parameters
@@ -118,6 +121,8 @@ def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(
     size : (float, float)
         Figure width and height in inches (before the legend).
     title : str, optional
+    colours : dict, optional
+        label → colour (:func:`~poslab.plots.core.study_colours`).
 
     Returns
     -------
@@ -126,7 +131,7 @@ def plot_nope_temperature(nope_temperature: pd.DataFrame, *, labels=None, size=(
     _check_frame(nope_temperature, _NOPE_COLUMNS, "nope_temperature")
     labels, note = _first(_select_labels(nope_temperature, labels, "nope_temperature"), MAX_CURVES,
                           "rotary labels (study order)", "nope_temperature.csv")
-    palette = curve_palette(len(labels))
+    palette = list(_label_colours(labels, colours).values())
     fig = Figure(figsize=(size[0] + 2.4, size[1]), layout="constrained")
     ax = fig.subplots()
     handles = []
@@ -147,7 +152,7 @@ def nope_temperature_figure(tables: dict[str, pd.DataFrame], title: str | None =
     """The study figure ``nope_temperature.png``: None unless a rotary run's model has layers with a NoPE temperature."""
     if "nope_temperature" not in tables or not len(tables["nope_temperature"]):
         return None
-    return plot_nope_temperature(tables["nope_temperature"], title=title)
+    return plot_nope_temperature(tables["nope_temperature"], title=title, colours=study_colours(tables))
 
 
 def _short_label(row) -> str:
@@ -200,7 +205,7 @@ def plot_rope_models(profiles: pd.DataFrame, rope_decay: pd.DataFrame, summary: 
     labels, note = _first(_select_labels(runs, labels, "summary (runs with a config)"), MAX_CURVES,
                           "rotary runs read from a config (study order)", "profiles.csv and rope_decay.csv")
     names = {row["label"]: _short_label(row) for _, row in runs.iterrows()}
-    palette = curve_palette(len(labels))
+    palette = list(_label_colours(labels, study_colours({"summary": summary})).values())
     w, h = panel_size
     if matplotlib.rcParams["figure.figsize"][0] <= WIDTHS["column"]:  # one journal column: the panels stacked
         fig = Figure(figsize=(w + 2.4, 2 * h), layout="constrained")
