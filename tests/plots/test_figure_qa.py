@@ -116,3 +116,79 @@ def test_first_minimum_legend_covers_no_triangle(tables, width, tmp_path):
             assert not (box.x0 - 5 <= x <= box.x1 + 5 and box.y0 - 5 <= y <= box.y1 + 5)
     # the seed shown is said: noise(c=3) has two seeds, one drawn
     assert "noise(c=3): seed 1 shown, seed 0 not shown" in fig._supxlabel.get_text().replace("\n", " ")
+
+
+def _texts_apart_and_inside(fig, renderer, texts):
+    """Every text's box inside the figure, and no two boxes overlapping (1 px of slack)."""
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+    width, height = fig.bbox.width, fig.bbox.height
+    for text, box in boxes:
+        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (text, box, width)
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            overlap = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0), min(box_a.y1, box_b.y1) - max(box_a.y0,
+                                                                                                         box_b.y0)
+            assert min(overlap) <= 1, (a, b)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return pd.DataFrame({
+        "label": ["learned(source=gpt2)", "random", "rotary(rope_theta=500000, rotary_dim=128)", "sinusoidal",
+                  "learned(source=trained-char-lm)"],
+        "summary": "decay_length", "max_distance": [1023, 1023, 1023, 1023, 255], "kernel": "cosine",
+        "ci_method": ["anchor_block", "seed", "exact", "exact", "anchor_block"], "ci_level": 0.95,
+        "selected_model": ["gaussian", "none", "log_law", "log_law", "power_law"],
+        "fit_se": [12.3, np.nan, np.nan, np.nan, 0.5], "value": [137.6, np.nan, np.nan, np.nan, 1.8],
+        "value_ci_low": [108.0, np.nan, np.nan, np.nan, 1.29], "value_ci_high": [166.3, np.nan, np.nan, np.nan, np.nan],
+        "status": ["ok", "none", "none", "none", "ok"]})
+
+
+@pytest.mark.parametrize("width", ["page", "column"])
+def test_forest_plot_texts_marks_and_caption(comparison, width, tmp_path):
+    fig = _draw("decay_lengths.png", {"comparison": comparison}, width)
+    renderer = _saved(fig, tmp_path)
+    ax = fig.axes[0]
+    _texts_apart_and_inside(fig, renderer, [*ax.get_yticklabels(), *[t for t in ax.texts if t.get_text()],
+                                            fig._suptitle, fig._supxlabel, ax.xaxis.label])
+    notes = [t.get_text().replace("\n", " ") for t in ax.texts if t.get_text()]
+    assert notes.count("log law (scale-free): no decay length") == 2  # never "no selected model" for a log law
+    assert notes.count("no decay length: no selected model") == 1
+    # the trained table's interval is open above: a bar from its low end to the axes' edge, with an arrow
+    (arrow,) = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert arrow.xy[0] == 1.0 and arrow.xyann[0] == pytest.approx(1.29)
+    caption = fig._supxlabel.get_text().replace("\n", " ")
+    assert "open above" in caption and "thick bar" in caption and "fit (Wald) interval" in caption
+    assert "open dot" not in caption  # no seed-bootstrap decay length is drawn
+    # the fit interval is visible: under its dot, not hidden beneath the bootstrap bar
+    grey = [ln for ln in ax.get_lines() if matplotlib.colors.to_hex(ln.get_color()) == "#808080"]
+    assert len(grey) == 2 and all(np.ptp(ln.get_ydata()) == 0 and ln.get_ydata()[0] % 1 != 0 for ln in grey)
+
+
+@pytest.mark.parametrize("width", ["page", "column"])
+def test_heatmaps_titles_ticks_and_seeds(width, tmp_path):
+    edges = np.linspace(0, 1024, 5).astype(int)
+    rows = []
+    for label, seeds in (("learned(source=gpt2)", [pd.NA]), ("random", [0, 1, 2]), ("sinusoidal", [pd.NA]),
+                         ("rotary(rope_theta=500000, rotary_dim=128)", [pd.NA]),
+                         ("learned(source=trained-char-lm)", [pd.NA])):
+        for seed in seeds:
+            for i in range(4):
+                for j in range(4):
+                    rows.append({"label": label, "seed": seed, "row_start": edges[i], "row_stop": edges[i + 1],
+                                 "col_start": edges[j], "col_stop": edges[j + 1],
+                                 "mean_similarity": 1.0 - abs(i - j) / 3})
+    heatmaps = pd.DataFrame(rows)
+    heatmaps["seed"] = heatmaps["seed"].astype("Int64")
+    fig = _draw("similarity_heatmaps.png", {"heatmaps": heatmaps}, width)
+    renderer = _saved(fig, tmp_path)
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    colorbar = next(ax for ax in fig.axes if ax.get_subplotspec() is None)
+    assert len({ax.get_subplotspec().colspan.start for ax in panels}) == (3 if width == "page" else 2)
+    for ax in panels:
+        assert list(ax.get_xticks()) == [0, 512, 1024] and list(ax.get_yticks()) == [0, 512, 1024]
+    cbar_ticks = colorbar.get_xticklabels() if width == "column" else colorbar.get_yticklabels()
+    _texts_apart_and_inside(fig, renderer, [*(ax.title for ax in panels), *cbar_ticks, fig._supxlabel])
+    for ax in panels:
+        _texts_apart_and_inside(fig, renderer, [*ax.get_xticklabels()])
+    assert "random: seeds 1, 2 not shown" in fig._supxlabel.get_text().replace("\n", " ")

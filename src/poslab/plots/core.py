@@ -29,7 +29,8 @@ from matplotlib.ft2font import LoadFlags
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import LogFormatterSciNotation, MaxNLocator
+from matplotlib.font_manager import FontProperties
+from matplotlib.ticker import FixedLocator, LogFormatterSciNotation
 
 from .._figure_settings import FORMATS, MIN_FONT_POINTS, PRINT_DPI, PRINT_FONTS, WIDTHS, FigureSettings
 from ..stages.heatmap import HEATMAPS
@@ -464,18 +465,22 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
                           "labels' heatmaps (study order)",
                           "heatmaps.csv")
     n = len(labels)
-    # at most 4 panels a row; 2 when drawn for one journal column (FigureSettings.rc: figure.figsize)
-    ncols = min(n, 4 if matplotlib.rcParams["figure.figsize"][0] > WIDTHS["column"] else 2) if ncols is None \
-        else max(1, min(int(ncols), n))
+    # at most 4 panels a row, rows as even as can be (5 panels: 3 + 2, larger than 4 + 1); 2 when drawn for one
+    # journal column (FigureSettings.rc: figure.figsize)
+    most = 4 if matplotlib.rcParams["figure.figsize"][0] > WIDTHS["column"] else 2
+    ncols = min(n, math.ceil(n / math.ceil(n / most))) if ncols is None else max(1, min(int(ncols), n))
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(panel_size * ncols + 1.0, panel_size * nrows + (0.4 if title else 0.0)),
                  layout="constrained")
     grid = fig.add_gridspec(nrows, ncols)
     axes = [fig.add_subplot(grid[k // ncols, k % ncols]) for k in range(n)]  # no empty panel made and removed
     cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")
-    width = 20  # characters of a panel title's line: ~1.4 in at 8 pt, a panel's width at page width
+    # a panel title's line: its column at print width, less the tick labels' room (the title is centred on the
+    # panel, right of its column's centre); a parameter longer than that breaks after "=" or ","
+    room = (matplotlib.rcParams["figure.figsize"][0] - 0.9) / ncols - 0.15
+    title_font = FontProperties(size=PRINT_FONTS["axes.titlesize"])  # the size at print (FigureSettings.rc)
     names, shared = short_labels(labels)
-    image, sizes, title_lines = None, [], [0] * nrows
+    image, sizes, title_lines, unshown = None, [], [0] * nrows, []
     for k, (ax, label) in enumerate(zip(axes, labels)):
         rows, shown = _pick_seed(by_label(label), seed)
         mat, extent = _block_matrix(rows, label)
@@ -483,11 +488,13 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
         image = ax.imshow(mat, cmap=cmap, vmin=-1.0, vmax=1.0, extent=extent, origin="upper",
                           aspect="equal", interpolation="nearest")
         text = _with_scale(names[label] if shown is None else f"{names[label]}, seed {shown}", label, scales or {})
-        ax.set_title(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
-                     + f"\n{sizes[-1]} block means")
+        if shown is not None and (others := sorted(set(by_label(label)["seed"].dropna().astype(int)) - {shown})):
+            unshown.append(f"{names[label]}: seed{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} "
+                           "not shown (heatmaps.csv holds them)")
+        ax.set_title(_wrapped(text, title_font, room * 72, 72) + f"\n{sizes[-1]} block means")
         title_lines[k // ncols] = max(title_lines[k // ncols], ax.get_title().count("\n") + 1)
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=2, integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
+        ax.xaxis.set_major_locator(FixedLocator(_end_ticks(extent[0], extent[1])))  # 0, the middle, the end
+        ax.yaxis.set_major_locator(FixedLocator(_end_ticks(extent[3], extent[2])))
         ax.tick_params(labelsize=7)
         if k + ncols >= n:  # no panel below
             ax.set_xlabel("position j")
@@ -498,6 +505,7 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
     else:
         cbar = fig.colorbar(image, ax=axes, shrink=0.9 if nrows > 1 else 0.8, pad=0.02)
     cbar.set_label(_scale_label(scales or {}, labels))
+    cbar.set_ticks([-1.0, -0.5, 0.0, 0.5, 1.0])  # five labels fit under a one-column figure's panels
     title = _title_with(title, shared)
     if title:
         fig.suptitle(title)
@@ -516,7 +524,12 @@ def plot_similarity_heatmaps(heatmaps: pd.DataFrame, *, labels=None, seed="first
                "block's mean includes "
                "its off-diagonal pairs (i ≠ j), so it is below 1 even though every position's similarity to itself "
                "is 1 (a random table's diagonal blocks: about 1 / block side), not weak self-similarity."]
-    return _say_left_out(fig, note, caption=caption)
+    return _say_left_out(fig, note, caption=caption + [f"{line}." for line in unshown])
+
+
+def _end_ticks(start: int, stop: int) -> list[int]:
+    """Ticks of a heatmap axis from ``start`` to ``stop`` (positions): both ends and the middle (0, 512, 1024)."""
+    return sorted({int(start), int(round((start + stop) / 2)), int(stop)})
 
 
 def _block_size(rows) -> str:

@@ -50,9 +50,13 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     -------
     matplotlib.figure.Figure
         One axes: a point at each decay length with a thick bar over its
-        bootstrap interval (filled marker: anchor-block bootstrap, open: seed
-        bootstrap) and a thin grey bar over its fit interval; labels without a decay length are listed with the reason
-        "no decay length" at the left edge.
+        bootstrap interval (an arrow to the axes' right edge when the interval
+        is open above; filled marker: anchor-block bootstrap, open: seed
+        bootstrap) and a thin grey bar just under it over its fit interval;
+        labels without a decay length are listed with the reason ("no decay
+        length: ...", or "log law: scale-free" when the selected model is the
+        log law, which has none) inside the axes. The caption under the figure
+        names only the marks that are drawn.
 
     Raises
     ------
@@ -89,45 +93,60 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     values = comparison["decay_length"].to_numpy(dtype=float)
     low = comparison["decay_length_ci_low"].to_numpy(dtype=float)
     high = comparison["decay_length_ci_high"].to_numpy(dtype=float)
-    finite = np.isfinite(values)
     level = comparison["ci_level"].dropna().iloc[0] if "ci_level" in comparison and comparison["ci_level"].notna().any() \
         else None
     z = float(stats.norm.ppf((1 + (level or 0.95)) / 2))
-    fit = comparison["fit_se"].to_numpy(dtype=float) * z if "fit_se" in comparison else np.zeros(n)
-    reach = np.concatenate([low[finite], values[finite], (values - np.nan_to_num(fit))[finite]])
-    left = np.nanmin(reach) if finite.any() else 0.0
+    drawn = set()  # the marks drawn: the caption names these only
     for yi, (_, row), v, lo, hi in zip(y, comparison.iterrows(), values, low, high):
         if not np.isfinite(v):  # why there is no number (status): never drawn as one
-            status = row.get("status")
-            why = str(status).replace("_", " ") if isinstance(status, str) and status not in ("", "ok", "none") else \
-                "no selected model"
-            if why == "not reached":
-                why = f"not reached within {row['max_distance']}" if "max_distance" in row else why
-            ax.text(0.01, yi, f"no decay length:\n{why}", va="center", ha="left", fontsize=7, color="0.4",
+            ax.text(0.03, yi, _no_decay_length(row), va="center", ha="left", fontsize=7, color="0.4",
                     transform=ax.get_yaxis_transform())
             continue
         seed = row["ci_method"] == "seed"
         fit_se = float(row.get("fit_se", np.nan))
-        if np.isfinite(fit_se):  # thin: the fit's own (Wald) interval
-            ax.plot([v - z * fit_se, v + z * fit_se], [yi, yi], color="0.55", lw=0.9, zorder=1)
+        if np.isfinite(fit_se) and fit_se > 0:  # thin, just under the row: the fit's own (Wald) interval
+            ax.plot([v - z * fit_se, v + z * fit_se], [yi - 0.22] * 2, color="0.5", lw=1.0, zorder=1,
+                    solid_capstyle="butt")
+            drawn.add("fit")
         if np.isfinite(lo) and np.isfinite(hi):
             ax.plot([lo, hi], [yi, yi], color="C0", lw=2.0, solid_capstyle="butt")
+            drawn.add("bar")
+        elif np.isfinite(lo):  # open above: the bar runs to the axes' edge, an arrow
+            ax.annotate("", xy=(1.0, yi), xycoords=("axes fraction", "data"), xytext=(lo, yi), textcoords="data",
+                        arrowprops=dict(arrowstyle="-|>", color="C0", lw=2.0, shrinkA=0, shrinkB=0,
+                                        mutation_scale=9))
+            drawn.add("open")
         ax.plot([v], [yi], marker="o", ms=7, color="C0", mfc="white" if seed else "C0")
+        drawn.add("seed" if seed else "dot")
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_ylim(-0.7, n - 0.3)
-    pct = f"{level:.0%} " if level else ""
+    pct = f"{level:.0%} " if level else "95% "
     ax.set_xlabel("decay length (positions)")
-    if (np.isfinite(low) & np.isfinite(high)).any():  # what the marks are: under the figure, wrapped to its width
-        key = (f"Thick bar: {pct}bootstrap interval; thin grey bar: {pct}fit interval; filled dot: anchor-block "
-               "bootstrap; open dot: seed bootstrap.")
-    else:  # n_resamples = 0
-        key = f"Thin grey bar: {pct or '95% '}fit interval (no bootstrap)."
+    marks = {"dot": "filled dot: decay length (anchor-block bootstrap interval)",
+             "seed": "open dot: decay length (interval from resampled seeds)",
+             "bar": f"thick bar: {pct}bootstrap interval",
+             "open": "arrow to the right edge: interval open above (not bounded within the window)",
+             "fit": f"thin grey bar under a dot: {pct}fit (Wald) interval"}
+    key = "; ".join(text for mark, text in marks.items() if mark in drawn)
+    key = key[:1].upper() + key[1:] + "." if key else ""
     ax.grid(axis="x", alpha=0.3, lw=0.5)
     title = _title_with(title, shared)
     if title:
         fig.suptitle(title)
-    return _say_left_out(fig, note, caption=[key] + ([WINDOW_NOTE.replace("this summary", "the decay length")]
+    return _say_left_out(fig, note, caption=[key] * bool(key) + ([WINDOW_NOTE.replace("this summary", "the decay length")]
                                                      if moved.any() else []))
+
+
+def _no_decay_length(row) -> str:
+    """Why a comparison row has no decay length, as the forest plot writes it beside the row."""
+    if row.get("selected_model") == "log_law":  # a·ln(k) + b: scale-free, it defines no length
+        return "log law (scale-free):\nno decay length"
+    status = row.get("status")
+    why = str(status).replace("_", " ") if isinstance(status, str) and status not in ("", "ok", "none") else \
+        "no selected model"
+    if why == "not reached" and "max_distance" in row:
+        why = f"not reached within {row['max_distance']}"
+    return f"no decay length:\n{why}"
 
 
 @study_figure("decay_lengths.png", tables=("comparison",))
