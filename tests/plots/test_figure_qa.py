@@ -192,3 +192,17 @@ def test_heatmaps_titles_ticks_and_seeds(width, tmp_path):
     for ax in panels:
         _texts_apart_and_inside(fig, renderer, [*ax.get_xticklabels()])
     assert "random: seeds 1, 2 not shown" in fig._supxlabel.get_text().replace("\n", " ")
+
+
+def test_a_legend_under_the_panels_and_the_caption_do_not_overlap(tables, tmp_path):
+    fig = _draw("decay_curves.png", tables, "column")  # the legend goes under the panels; the caption under it
+    renderer = _saved(fig, tmp_path)
+    (legend,) = fig.legends
+    caption = fig._supxlabel
+    text = caption.get_text()
+    box = caption.get_window_extent(renderer)
+    visible = len(text.strip("\n").split("\n")) / (text.count("\n") + 1)  # its blank lines make room for the legend
+    legend_box = legend.get_window_extent(renderer)
+    assert legend_box.y0 >= box.y0 + box.height * visible - 1
+    panels = [ax.get_tightbbox(renderer) for ax in fig.axes]
+    assert legend_box.y1 <= min(p.y0 for p in panels) + 1 and legend_box.y0 >= 0

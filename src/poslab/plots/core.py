@@ -167,7 +167,10 @@ def print_figure(fig: Figure, settings: "FigureSettings") -> Figure:
         legend.remove()
         ncols = 2 if longest <= 24 or settings.width == "page" else 1
         rows = sum(t.count("\n") + 1 for t in texts) / ncols
-        fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2)  # room for it under the panels
+        caption = fig._supxlabel.get_text() if fig._supxlabel is not None else ""
+        caption_lines = sum(math.ceil(len(line) * 7 * 0.5 / 72 / (width - 0.2) + 1e-9) for line in caption.split("\n")
+                            ) if caption else 0  # 7 pt at ~0.5 em a character: the caption is drawn under the legend
+        fig.set_size_inches(width, fig.get_figheight() + 0.15 * rows + 0.2 + 0.12 * caption_lines)  # room for both
         fig.legend(handles, texts, loc="outside lower center", ncols=ncols, frameon=False,
                    fontsize=PRINT_FONTS["legend.fontsize"])
     _fit_texts(fig, beside_inches)
@@ -912,12 +915,34 @@ def _lay_out(fig: Figure, dpi: float) -> None:
                 text.set_text(_wrapped(text.get_text(), text.get_fontproperties(),
                                        fig.bbox.width - 2 * WRAP_MARGIN_INCHES * fig.dpi, fig.dpi))
                 text.set_wrap(False)
+        _caption_under_legend(fig)
         engine.execute(fig)
     finally:
         fig.set_dpi(old_dpi)
     # no engine at all: with one, even a placeholder, savefig draws the figure once without rendering first
     auto = matplotlib.rcParams["figure.autolayout"] or matplotlib.rcParams["figure.constrained_layout.use"]
     fig.set_layout_engine("none" if auto else None)
+
+
+def _caption_under_legend(fig: Figure) -> None:
+    """A legend under the panels (:func:`print_figure`) and a caption (:func:`_say_left_out`) share the figure's
+    bottom margin, where the constrained layout puts both (the margin is the larger of the two, not their sum):
+    the caption gets blank lines above it for the legend's height, and the legend is anchored on them."""
+    caption = fig._supxlabel
+    legends = [legend for legend in fig.legends if legend._outside_loc == "lower" and legend._bbox_to_anchor is None]
+    if caption is None or not caption.get_text().strip() or not legends:
+        return
+    renderer = fig.canvas.get_renderer()
+    legend = legends[0]
+    text = caption.get_text()
+    lines = text.count("\n") + 1
+    caption_px = caption.get_window_extent(renderer).height
+    legend_px = legend.get_window_extent(renderer).height
+    gap_px = 4 * fig.dpi / 72
+    caption.set_text("\n" * math.ceil((legend_px + gap_px) / (caption_px / lines)) + text)
+    pad_px = matplotlib.rcParams["figure.constrained_layout.h_pad"] * fig.dpi  # where the layout puts the caption
+    legend.set_loc("lower center")
+    legend.set_bbox_to_anchor((0.5, (pad_px + caption_px + gap_px) / fig.bbox.height), transform=fig.transFigure)
 
 
 class _LogFormatterText(LogFormatterSciNotation):
