@@ -143,3 +143,21 @@ def test_an_empty_out_is_refused_and_an_interrupt_prints_no_empty_line(tmp_path,
     monkeypatch.setattr(poslab.study, "load_study", interrupt)
     result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "out")])
     assert result.exit_code == 130 and result.output.startswith("interrupted; nothing half-written"), result.output
+
+
+def test_one_run_is_read_from_the_study_file_alone(tmp_path):
+    """poslab run starts no fork server for a study that surely has one run (it runs in poslab's own process)."""
+    from poslab.cli import _one_run
+
+    def study(text):
+        path = tmp_path / "s.toml"
+        path.write_text(text)
+        return path
+
+    one = 'name = "s"\nn_positions = 64\ndim = 8\n\n[[encodings]]\nkind = "rotary"\nrope_theta = 100.0\n'
+    assert _one_run(study(one))
+    assert not _one_run(study(one + '\n[[encodings]]\nkind = "sinusoidal"\n'))  # two entries
+    assert not _one_run(study(one.replace("100.0", "[100.0, 1000.0]")))  # a list: several runs
+    assert not _one_run(study('seeds = [0, 1]\n' + one))
+    assert not _one_run(study("not toml ["))
+    assert not _one_run(tmp_path / "missing.toml") and not _one_run(None)  # the default study has several runs

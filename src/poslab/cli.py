@@ -135,7 +135,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     from .study import default_study_path, load_study, run_study
     from .study.executors import default_jobs, start_fork_server
 
-    if executor == "processes":  # its imports run on another CPU while this process imports the results writer
+    if executor == "processes" and not _one_run(study):  # its imports run on another CPU while this process imports
         start_fork_server()
     from .study import write_results
     from .study.budget import ResourceError, check_resources
@@ -193,6 +193,26 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
                         f"(see {out / 'manifest.json'}, failed_figures)")
     if problems:
         raise click.ClickException("; ".join(problems))
+
+
+def _one_run(study) -> bool:
+    """Whether the study file surely has a single run, read from its TOML alone (before the imports that
+    :func:`poslab.study.load_study` needs): one ``[[encodings]]`` entry without a list in it (a list may expand to
+    several runs) and at most one seed. Then ``poslab run`` starts no fork server, since that run executes in this
+    process (:func:`_in_a_thread`); on a busy 2-CPU machine the server's imports cost the run ~1-2 s of CPU. Unsure
+    (the default study, a file that does not parse: load_study reports it): False, and the server is started as
+    for any study of several runs. Only the start-up time depends on it."""
+    import tomllib
+
+    if study is None:
+        return False
+    try:
+        data = tomllib.loads(Path(study).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    entries, seeds = data.get("encodings"), data.get("seeds", [0])
+    return (isinstance(entries, list) and len(entries) == 1 and isinstance(entries[0], dict)
+            and not any(isinstance(v, list) for v in entries[0].values()) and isinstance(seeds, list) and len(seeds) <= 1)
 
 
 def _in_a_thread(call):
