@@ -1043,7 +1043,7 @@ def first_minimum_figure(tables, title=None):
                          "summary.csv (first_minimum) and profiles.csv")
     marks = marks[marks["label"].isin(shown)]
     names, shared = short_labels(shown)
-    fig = Figure(figsize=(6.0, 4.2), layout="constrained")
+    fig = Figure(figsize=(6.0, 3.4), layout="constrained")
     ax = fig.subplots()
     colours = _label_colours(shown, study_colours(tables))
     decimated, handles, unshown = False, [], []
