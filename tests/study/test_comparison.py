@@ -206,3 +206,17 @@ def test_runs_of_different_windows_are_compared_on_their_common_windows(tmp_path
     assert pd.isna(gpt2.loc[127, "value_ci_low"])  # its own window: summary.csv's interval
     sin = windows[windows["label"] == "sinusoidal"]
     assert sin["value_ci_low"].isna().all()  # exact: no interval at any window
+
+
+def test_first_minimum_of_an_exact_cosine_sum_is_called_a_ripple(tmp_path):
+    """sinusoidal's and RoPE's first minima are dips of exact cosine sums: the pair's reason says so."""
+    (tmp_path / "ripples.toml").write_text(
+        'name = "ripples"\nn_positions = 1024\ndim = 768\nmax_distance = 1023\n\n'
+        '[[encodings]]\nkind = "sinusoidal"\n\n'
+        '[[encodings]]\nkind = "rotary"\nrope_theta = 500000\nrotary_dim = 128\n')
+    result = run_study(load_study(tmp_path / "ripples.toml"), progress=False, executor="serial")
+    row = result.comparison_pairs.set_index("summary").loc["first_minimum"]
+    assert (row["value"], row["other_value"], row["verdict"]) == (787, 34, "longer")  # exact: the verdict stands
+    assert "sinusoidal's first minimum is a dip of an exact cosine sum (it rises back 0.053)" in row["reason"]
+    assert "rises back 0.062" in row["reason"] and "a ripple, not a length scale" in row["reason"]
+    assert "ripple" not in result.comparison_pairs.set_index("summary").loc["band_width_0p5", "reason"]

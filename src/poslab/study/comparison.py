@@ -300,6 +300,21 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
                                                               f"{', '.join(map(str, no))} ({values})"}
 
 
+def _ripple_note(a: dict, b: dict) -> str:
+    """A note on a first minimum that is a dip of an exact cosine sum (sinusoidal, RoPE): a ripple, not a scale.
+
+    The profile of such a table is S(k) = sum_i w_i cos(k theta_i) / sum_i w_i: its first local minimum is where
+    the sum of its cosines first dips, however shallow the dip, and no sampling noise hides it. The difference is
+    exact (the verdict stands) but says where the ripples lie, not which encoding forgets position sooner; the
+    band widths and the crossings compare that (README, "What the numbers say").
+    """
+    dips = [f"{r['label']}'s first minimum is a dip of an exact cosine sum (it rises back {r['ripple']:.2g})"
+            for r in (a, b) if "ripple" in r]
+    if not dips:
+        return ""
+    return "; " + " and ".join(dips) + ": a ripple, not a length scale (compare the band widths for that: README, \"Uncertainty, properties and comparison\")"
+
+
 def _show(value, status, window) -> str:
     return f"> {window}" if status == "not_reached" else "noise" if status == "within_noise" else f"{value:g}"
 
@@ -454,6 +469,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         else:
             run = runs.iloc[0]
             info["exact"] = run.get("ci_method") == "exact"
+            if info["exact"] and base["kernel"] == "cosine" and np.isfinite(_number(run.get("first_minimum"))):
+                info["ripple"] = _number(run.get("first_minimum_depth"))  # an exact cosine sum's first dip
             mine = summaries.get(label)
             mine = _of_seed(mine, run["seed"]) if mine is not None else None
             for name in names:
@@ -510,6 +527,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         kind_a, kind_b = kinds[a["label"]], kinds[b["label"]]
         for name in names:
             verdict = summary_verdict(a, b, name, level=level)
+            if name == "first_minimum":
+                verdict["reason"] += _ripple_note(a, b)
             pairs.append({"study": spec.name, "label": a["label"], "kind": kind_a, "seed": pd.NA,
                           "other_label": b["label"], "other_kind": kind_b, "summary": name, **verdict,
                           "ci_level": level})
