@@ -90,8 +90,9 @@ def _write(folder, shape):
 def test_a_folder_with_another_models_config_is_refused(tmp_path):
     make_model = write_model
     make_model(tmp_path / "gpt2", {"model_type": "gpt2"}, {"wpe.weight": np.zeros((8, 4), np.float32)})
-    with pytest.raises(ParameterError, match="model_type 'gpt2' is not a T5-family model"):
+    with pytest.raises(ParameterError, match="model_type 'gpt2' is not a T5-family model") as refused:
         T5Buckets(source=str(tmp_path / "gpt2"))
+    assert str(refused.value).count(str(tmp_path / "gpt2")) == 1  # the folder named once, not by both layers
     make_model(tmp_path / "longt5", {"model_type": "longt5"},
                {"encoder.block.0.layer.0.LocalSelfAttention.relative_attention_bias.weight": np.zeros((32, 2), "f4")})
     with pytest.raises(ParameterError, match="LongT5 applies its buckets inside local blocks"):

@@ -143,5 +143,7 @@ def test_a_missing_size_suggests_a_value_that_passes(entry, key, value, why):
         parse_study(data)
     parse_study({**data, key: value})  # the value suggested passes
     bad = {**data, "encodings": [{"kind": "rotary", "rotary_dim": 3}]}
-    with pytest.raises(StudyError, match=rf"{key} is required .*refused whatever its {key} .*even integer"):
+    # refused whatever the size: the entry's own fault is the message, the missing key a note after it
+    with pytest.raises(StudyError, match=rf"entry 1 \(kind = 'rotary'\): rotary_dim must be an even integer.* "
+                                         rf"\(and {key} is required: "):
         parse_study(bad)

@@ -227,7 +227,9 @@ class T5Buckets(Encoding):
             return read_t5_bias(self.source, stack=self.stack, key=self.key)
         except (ValueError, KeyError, FileNotFoundError) as exc:
             text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            raise ParameterError(f"t5_buckets: source = {self.source!r}: {text}") from None
+            if not text.startswith(str(self.source)):  # the reader's message names the file already: once is enough
+                text = f"{self.source}: {text}"
+            raise ParameterError(f"t5_buckets: source = {text}") from None
 
     def resolve(self) -> T5Resolution:
         """The table, direction and bucket rule used, with the rules applied.

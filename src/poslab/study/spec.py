@@ -172,6 +172,8 @@ def _missing_size(data: dict, key: str, where: str, max_runs) -> str:
     smallest = _REQUIRED[key].minimum
     refused = refusal(smallest)
     least = f"; {key} = {smallest} would be refused: {refused}" if refused else ""
+    if len(tried) > 1 and refusal(tried[0]) == refusal(tried[1]) is not None:  # refused for another reason
+        return f"{where}: {refusal(tried[0])} (and {key} is required: {_WHAT[key]})"
     for value in tried:
         if refusal(value) is None:
             return (f"{where}: {key} is required ({_WHAT[key]}); write {key} = {value} "
