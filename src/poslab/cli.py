@@ -130,14 +130,13 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     manifest.json say why); 2 bad input, refused before any work; 130
     interrupted.
     """
+    from .study.executors import default_jobs, start_fork_server  # the standard library only
+
+    if executor == "processes" and not _one_run(study):  # first: its imports run on another CPU while this
+        start_fork_server()  # process imports its own (pandas, the analysis)
     import pandas as pd
 
-    from .study import default_study_path, load_study, run_study
-    from .study.executors import default_jobs, start_fork_server
-
-    if executor == "processes" and not _one_run(study):  # its imports run on another CPU while this process imports
-        start_fork_server()
-    from .study import write_results
+    from .study import default_study_path, load_study, run_study, write_results
     from .study.budget import ResourceError, check_resources
     from .study.progress import Progress
     from .study.results import FigureFailedWarning, ResultsExistError, check_writable

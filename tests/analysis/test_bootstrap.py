@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from poslab import _threads
 from poslab.analysis import bootstrap, fit_decay, similarity_profile, unit_rows
 from poslab.analysis.bands import first_crossings
 from poslab.analysis.bootstrap import (anchor_block_sums, bootstrap_anchor_blocks, bootstrap_units,
@@ -366,6 +367,6 @@ def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, 
     rng = np.random.default_rng(n_blocks)
     x = rng.standard_normal((n_blocks * 64 - 5, 40))
     for threads in (1, 3):
-        monkeypatch.setattr(bootstrap, "_THREADS", threads)
+        monkeypatch.setattr(_threads, "_limit", threads)
         np.testing.assert_array_equal(bootstrap._block_lag_sums(x, 64, len(x)),
                                       _block_lag_sums_every_pair(x, 64, len(x)))

@@ -112,6 +112,30 @@ def test_map_unordered_reports_every_item_once_with_errors_and_warnings():
             assert o.error is None and o.value == 2 * x and o.warnings == ((UserWarning, f"item {x}"),)
 
 
+def _threads_here(_):
+    from threadpoolctl import threadpool_info
+
+    from poslab._threads import analysis_threads
+
+    return analysis_threads(), sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_each_worker_uses_its_share_of_the_cpus(jobs, monkeypatch):
+    from poslab import _threads
+    from poslab.study import executors
+
+    cpus = 4
+    monkeypatch.setattr(_threads, "usable_cpus", lambda: cpus)  # the share is computed here, before any worker
+    share = max(1, cpus // jobs)
+    out = dict(map_unordered(_threads_here, range(jobs), executor="processes", jobs=jobs))
+    assert all(o.error is None for o in out.values()), [o.error for o in out.values()]
+    for threads, blas in (o.value for o in out.values()):
+        assert threads == share and all(b <= share for b in blas)
+    assert executors.default_jobs() == cpus
+    assert _threads.analysis_threads() == cpus  # this process keeps all of them
+
+
 def test_bad_executor_arguments():
     with pytest.raises(ValueError, match="executor must be one of"):
         list(map_unordered(abs, [1], executor="threads"))

@@ -59,13 +59,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft, optimize, stats
 
+from .._threads import analysis_threads
 from .bands import first_crossings
 from .decay import MAXFEV, DecayFits
 from .summaries import threshold_name
@@ -95,8 +95,6 @@ _MIN_CHUNK_DIMS = 16
 _BEYOND = 1e300
 #: Entries of the temporaries of the interval computations (8 MiB of float64).
 _CHUNK_ENTRIES = 2**20
-#: Threads of the block-pair products of :func:`anchor_block_sums` (the CPUs this process may use).
-_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 #: Anchors per chunk of the lag products of :func:`choose_block_length` (2 MiB of rows at dim 128).
 _LAG_ROWS = 2048
 #: Entries of the resampled profiles summarised at once (64 MiB of float64: 8 resamples of 10⁶ distances; the
@@ -363,7 +361,8 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     # product of every pair before (tests/analysis/test_bootstrap.py checks it bit for bit).
     rows = [(g, g + 8) for g in range(0, n_blocks - 15, 8)] if n_blocks >= 16 else []
     rows.append((rows[-1][1] if rows else 0, n_blocks))
-    parts = [(f0, min(n_freq, f0 + -(-n_freq // _THREADS))) for f0 in range(0, n_freq, -(-n_freq // _THREADS))]
+    threads = analysis_threads()  # the CPUs this process may use, or its share of them in a pool of workers
+    parts = [(f0, min(n_freq, f0 + -(-n_freq // threads))) for f0 in range(0, n_freq, -(-n_freq // threads))]
 
     def products(f0, f1, spec):
         for r0, r1 in rows:
@@ -375,14 +374,14 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
             m = min(chunk, dim - c0)
             padded[:n, :m] = x[:, c0:c0 + m]
             buf[:, :m, :length] = padded[:, :m].reshape(n_blocks, length, m).transpose(0, 2, 1)
-            spec = fft.rfft(buf[:, :m], axis=-1, workers=-1).transpose(2, 0, 1)  # (frequency, block, dim)
+            spec = fft.rfft(buf[:, :m], axis=-1, workers=threads).transpose(2, 0, 1)  # (frequency, block, dim)
             list(pool.map(lambda part: products(*part, spec), parts))
     k = np.arange(size)
     offset, r = k // length, k % length
     sums = np.zeros((n_blocks, size))
     for b in range(n_blocks):
         hi = min(n_blocks, b + reach + 1)
-        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0, workers=-1)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
+        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0, workers=threads)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
         near = offset < hi - b
         sums[b, near] += corr[r[near], offset[near]]
         far = offset + 1 < hi - b

@@ -1039,9 +1039,18 @@ def _check_inputs(distance, similarity, n_pairs, std, noise=None):
     if np.any(arrays["distance"][keep] < 0):
         raise ValueError(f"distance must be >= 0 (|i - j| in positions), got minimum "
                          f"{arrays['distance'][keep].min()}")
-    order = np.argsort(arrays["distance"][keep], kind="stable")
-    d, y, n, s, e = (arrays[k][keep][order] if k in arrays else None for k in given)
-    return d, y, n, s, e, np.flatnonzero(keep)[order]
+    index = np.flatnonzero(keep)
+    if index.size < keep.size:
+        arrays = {k: a[index] for k, a in arrays.items()}
+    else:  # every point kept: copies, so the caller's arrays are never the ones returned
+        arrays = {k: a.copy() for k, a in arrays.items()}
+    d = arrays["distance"]
+    if not np.all(d[1:] >= d[:-1]):  # the study's profiles come sorted: their stable sort would be the identity
+        order = np.argsort(d, kind="stable")
+        arrays = {k: a[order] for k, a in arrays.items()}
+        index = index[order]
+    d, y, n, s, e = (arrays.get(k) for k in given)
+    return d, y, n, s, e, index
 
 
 def _check_models(models) -> list[DecayModel]:

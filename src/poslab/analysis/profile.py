@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import fft
 
+from .._threads import analysis_threads
 from .._validation import check_positive_int
 from .similarity import UnitRows, unit_rows
 
@@ -208,10 +209,10 @@ def _lag_sums(x: np.ndarray, size: int, dtype) -> np.ndarray:
     for c0 in range(0, dim, chunk):
         m = min(chunk, dim - c0)
         buf[:m, :n] = x[:, c0:c0 + m].T
-        spec = fft.rfft(buf[:m], axis=1, workers=-1)
+        spec = fft.rfft(buf[:m], axis=1, workers=analysis_threads())
         power += np.einsum("ij,ij->j", spec.real, spec.real, dtype=np.float64)
         power += np.einsum("ij,ij->j", spec.imag, spec.imag, dtype=np.float64)
-    return fft.irfft(power, n=length, workers=-1)[:size]
+    return fft.irfft(power, n=length, workers=analysis_threads())[:size]
 
 
 def _stratified_anchors(n: int, count: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,36 +1,33 @@
-"""Studies: TOML spec → runs → tables → results folder."""
+"""Studies: TOML spec → runs → tables → results folder.
 
-from .runner import StudyResult, analyse_table, run_study
-from .spec import AnalysisOptions, Run, StudyError, StudySpec, load_study, parse_study
+Every name is imported on first use (PEP 562), so ``import poslab.study.executors`` (what ``poslab run`` needs to
+start its workers' fork server before anything else) does not import the analysis, pandas or matplotlib; the
+results folder's functions bring matplotlib and seaborn, which worker processes (they import
+poslab.study.runner) never need.
+"""
 
-_RESULTS = ("ResultsExistError", "read_results", "write_figures", "write_results")
+from .._lazy import lazy_exports
 
+#: Public name -> the submodule that defines it.
+_EXPORTS = {
+    "AnalysisOptions": "spec",
+    "ResultsExistError": "results",
+    "Run": "spec",
+    "StudyError": "spec",
+    "StudyResult": "runner",
+    "StudySpec": "spec",
+    "analyse_table": "runner",
+    "load_study": "spec",
+    "parse_study": "spec",
+    "read_results": "results",
+    "run_study": "runner",
+    "write_figures": "results",
+    "write_results": "results",
+}
 
-def __getattr__(name):
-    """The results folder's functions, imported on first use: with them come matplotlib and seaborn, which
-    worker processes (they import poslab.study.runner) never need."""
-    if name in _RESULTS:
-        from . import results
+__all__ = sorted([*_EXPORTS, "default_study_path"])
 
-        return getattr(results, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-__all__ = [
-    "AnalysisOptions",
-    "ResultsExistError",
-    "Run",
-    "StudyError",
-    "StudyResult",
-    "StudySpec",
-    "analyse_table",
-    "default_study_path",
-    "load_study",
-    "parse_study",
-    "read_results",
-    "run_study",
-    "write_figures",
-    "write_results",
-]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def default_study_path():

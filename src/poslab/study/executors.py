@@ -122,10 +122,9 @@ def _record(func: Callable, item) -> Outcome:
 
 def default_jobs() -> int:
     """Number of CPUs this process may use (``os.sched_getaffinity`` where available)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
+    from .._threads import usable_cpus
+
+    return usable_cpus()
 
 
 def map_unordered(func: Callable, items: Sequence, *, executor: str = "processes", jobs: int | None = None,
@@ -279,11 +278,15 @@ def _watch_parent() -> None:
 _READY = b"ready"
 
 
-def _worker(conn, payload: bytes) -> None:
+def _worker(conn, payload: bytes, threads: int) -> None:
     """One worker: load the pickled function, then receive pickled items and send back encoded Outcomes.
 
-    It stops on an empty message or a closed pipe.
+    It uses at most ``threads`` threads (BLAS, scipy.fft, the bootstrap: :func:`poslab._threads.limit_threads`),
+    its share of the CPUs. It stops on an empty message or a closed pipe.
     """
+    from .._threads import limit_threads
+
+    limit_threads(threads)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # whatever an imported script installed: TERM must kill
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
     if hasattr(signal, "SIGHUP"):
@@ -317,7 +320,7 @@ def _worker(conn, payload: bytes) -> None:
 #: What every worker imports, loaded once by the fork server: its workers are forks of it, not new interpreters.
 #: ``__main__`` (a script, imported by path) is multiprocessing's default; Python versions whose fork server cannot
 #: preload it (CPython issue 126631, 3.11 among them) import it in each worker instead.
-_PRELOAD = ["__main__", "poslab.study.runner"]
+_PRELOAD = ["__main__", "poslab.study.runner", "threadpoolctl"]
 
 
 def _context():
@@ -406,6 +409,7 @@ def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
                                     _WHERE_TO_DEFINE)
         return
     ctx = _context()
+    threads = max(1, default_jobs() // min(jobs, len(items)))  # each worker's share of the CPUs
     pending = collections.deque(range(len(items)))
     slots: list[_Slot] = []
     cannot_start: tuple[str, str] | None = None  # why a worker could not start, and what to do
@@ -413,7 +417,7 @@ def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
     def start() -> None:
         nonlocal cannot_start
         mine, theirs = ctx.Pipe(duplex=True)
-        process = ctx.Process(target=_worker, args=(theirs, payload), daemon=True, name="poslab-worker")
+        process = ctx.Process(target=_worker, args=(theirs, payload, threads), daemon=True, name="poslab-worker")
         try:
             process.start()
         except (OSError, EOFError) as exc:  # the fork server could not be started or reached (or died importing)
