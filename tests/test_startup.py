@@ -75,3 +75,16 @@ def test_star_import_gives_the_public_api():
 def test_python_dash_m_poslab():
     done = subprocess.run([sys.executable, "-m", "poslab", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("poslab, version ")
+
+
+def test_the_analysis_a_worker_imports_loads_neither_scipy_stats_nor_plotting():
+    """What the workers' fork server preloads (poslab.study.runner: every stage and analysis function) needs no
+    scipy.stats (0.4 s of start-up: its few quantiles come from scipy.special) and no matplotlib; what
+    ``poslab run`` imports to start that server first (poslab.study.executors) loads nothing heavy at all."""
+    code = ("import sys\nimport poslab.study.executors\n"
+            "early = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pandas', 'scipy', 'matplotlib'))\n"
+            "assert not early, early\nimport poslab.study.runner\n"
+            "late = [m for m in ('scipy.stats', 'matplotlib', 'seaborn') if m in sys.modules]\n"
+            "assert not late, late\nprint('clean')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr

@@ -63,7 +63,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy import fft, optimize, stats
+from scipy import fft, optimize, special
 
 from .._threads import analysis_threads
 from .bands import first_crossings
@@ -500,8 +500,8 @@ def interval_widening(n_units: int, level: float, correlation_length: float = 0.
     """
     if n_units < 2:
         return 1.0
-    z = stats.norm.ppf((1 + level) / 2)
-    factor = math.sqrt(n_units / (n_units - 1)) * stats.t.ppf((1 + level) / 2, n_units - 1) / z
+    z = special.ndtri((1 + level) / 2)  # the normal quantile (scipy.stats.norm.ppf, without importing scipy.stats)
+    factor = math.sqrt(n_units / (n_units - 1)) * special.stdtrit(n_units - 1, (1 + level) / 2) / z
     if block_length and correlation_length > 0:
         factor /= math.sqrt(1 - min(correlation_length / block_length, 0.5))
     return float(factor)

@@ -71,7 +71,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .profile import _STD_ANCHORS, _STD_SEED, SimilarityProfile, _stratified_anchors
 from .similarity import UnitRows
