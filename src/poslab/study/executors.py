@@ -17,7 +17,11 @@ Executors
     holds, so a worker that dies (out of memory, ``kill -9``, a crash in
     native code) costs exactly that run, which becomes a :class:`WorkerLost`
     error (a ``failed`` row); a new worker takes its place and the other runs
-    finish. (``poslab run`` gives a study of a single run no worker: it runs
+    finish. Each worker uses its share of the CPUs, usable CPUs // workers
+    threads (at least 1) for BLAS, scipy.fft and the bootstrap
+    (:mod:`poslab._threads`): unlimited, every worker started a thread per
+    CPU of each kind, and on 2 CPUs the default study's 2-worker pool was
+    slower than one process. (``poslab run`` gives a study of a single run no worker: it runs
     in a thread of its own process, whose main thread waits and acts on
     signals, see ``poslab.cli._in_a_thread``; here, one item still goes to a
     worker, which an interrupted notebook can stop, unlike a thread.) Results travel over one pipe per worker that the main process
