@@ -120,15 +120,18 @@ def _threads_here(_):
     return analysis_threads(), sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
 
 
-@pytest.mark.parametrize("jobs", [1, 2, 3])
-def test_each_worker_uses_its_share_of_the_cpus(jobs, monkeypatch):
+@pytest.mark.parametrize("executor, jobs", [("processes", 1), ("processes", 2), ("processes", 3),
+                                            pytest.param("dask", 2, marks=pytest.mark.slow)])  # ~5-10 s: a cluster
+def test_each_worker_uses_its_share_of_the_cpus(executor, jobs, monkeypatch):
     from poslab import _threads
     from poslab.study import executors
 
     cpus = 4
     monkeypatch.setattr(_threads, "usable_cpus", lambda: cpus)  # the share is computed here, before any worker
     share = max(1, cpus // jobs)
-    out = dict(map_unordered(_threads_here, range(jobs), executor="processes", jobs=jobs))
+    if executor == "dask":
+        pytest.importorskip("dask.distributed")
+    out = dict(map_unordered(_threads_here, range(jobs), executor=executor, jobs=jobs))
     assert all(o.error is None for o in out.values()), [o.error for o in out.values()]
     for threads, blas in (o.value for o in out.values()):
         assert threads == share and all(b <= share for b in blas)

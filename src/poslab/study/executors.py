@@ -59,7 +59,8 @@ Executors
     A Dask cluster through :class:`dask.distributed.Client`: the scheduler at
     ``scheduler`` (e.g. ``tcp://10.0.0.5:8786``), or a
     :class:`~dask.distributed.LocalCluster` of ``jobs`` single-threaded
-    worker processes when no address is given. Needs the optional extra
+    worker processes when no address is given (each running BLAS, scipy.fft
+    and the bootstrap with its share of the CPUs, as the pool's workers). Needs the optional extra
     ``poslab[dask]``; workers need poslab installed and any table files the
     study reads at the same paths. A run whose worker dies is a failed row
     (``KilledWorker``); on the local cluster it is not retried, on a remote
@@ -71,6 +72,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import io
 import multiprocessing
 import multiprocessing.connection
@@ -510,6 +512,14 @@ def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
             slot.conn.close()
 
 
+def _with_threads(func, threads: int, item):
+    """``func(item)`` using at most ``threads`` threads in this process (a worker of a local Dask cluster)."""
+    from .._threads import limit_threads
+
+    limit_threads(threads)
+    return func(item)
+
+
 def _map_dask(func, items, jobs, scheduler) -> Iterator[tuple[int, Outcome]]:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
@@ -541,6 +551,8 @@ def _map_dask(func, items, jobs, scheduler) -> Iterator[tuple[int, Outcome]]:
                               "`dask scheduler` and workers with `dask worker ADDRESS`, or omit --scheduler "
                               "for a local cluster") from None
         try:
+            if cluster is not None:  # this machine's CPUs, shared between the local workers as in the pool
+                func = functools.partial(_with_threads, func, max(1, default_jobs() // jobs))
             futures = client.map(_record, [func] * len(items), items, pure=False)
             index = {future.key: i for i, future in enumerate(futures)}
             for future in as_completed(futures):
