@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import textwrap
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from scipy import stats
 
 from ..stages.comparison import COMPARISON
 from .core import MAX_ROWS, WINDOW_NOTE, _first, _say_left_out, _title_with, short_labels, study_figure
@@ -95,7 +95,8 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     high = comparison["decay_length_ci_high"].to_numpy(dtype=float)
     level = comparison["ci_level"].dropna().iloc[0] if "ci_level" in comparison and comparison["ci_level"].notna().any() \
         else None
-    z = float(stats.norm.ppf((1 + (level or 0.95)) / 2))
+    # the normal quantile from the standard library: scipy.stats's ppf to 1e-15, without its 0.4 s import
+    z = NormalDist().inv_cdf((1 + (level or 0.95)) / 2)
     drawn = set()  # the marks drawn: the caption names these only
     for yi, (_, row), v, lo, hi in zip(y, comparison.iterrows(), values, low, high):
         if not np.isfinite(v):  # why there is no number (status): never drawn as one
