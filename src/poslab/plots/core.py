@@ -542,26 +542,41 @@ def _block_size(rows) -> str:
     return f"{lo} × {lo}" if lo == hi else f"≈{round(float(np.median(sides)))} × {round(float(np.median(sides)))}"
 
 
-def _seed_summary(rows, label):
+def _seed_summary(rows, label, fit_limit=None):
     """One label's rows: per distance the mean and sd across its seeds (display only), and the bootstrap band of a
-    single run (that run's rows as they are: no grouping of 10^6 distances).
+    single run (that run's rows as they are: no grouping of 10^6 distances, no copy of the other columns).
 
+    ``fit_limit`` (an array, one value per row; :func:`_fit_limits`) empties ``fitted_similarity`` beyond it.
     Raises ValueError when a run has several rows at one distance (several studies mixed)."""
     bands = {f"ci_{side}": f"mean_similarity_ci_{side}" for side in ("low", "high")}
     if rows["seed"].nunique(dropna=False) <= 1:  # one run
-        rows = rows.sort_values("distance", kind="stable")
         distance = rows["distance"].to_numpy()
-        if np.any(np.diff(distance) == 0):
-            raise ValueError(f"profiles has several rows per (label, seed, distance) for {label!r}, e.g. from several "
-                             "studies; filter it to one study (or give the runs distinct labels) first")
-        mean = rows["mean_similarity"].to_numpy(dtype=float)
+        order = None if np.all(distance[1:] > distance[:-1]) else np.argsort(distance, kind="stable")
+        if order is not None:  # a study's profiles are sorted: no sort of 10^6 rows
+            distance = distance[order]
+            if np.any(np.diff(distance) == 0):
+                raise ValueError(f"profiles has several rows per (label, seed, distance) for {label!r}, e.g. from "
+                                 "several studies; filter it to one study (or give the runs distinct labels) first")
+
+        def column(name, limit=None):
+            if name not in rows:
+                return np.full(len(distance), np.nan)
+            values = rows[name].to_numpy(dtype=float, copy=True)
+            if limit is not None:
+                values[rows["distance"].to_numpy(dtype=float) > limit] = np.nan
+            return values if order is None else values[order]
+
+        mean = column("mean_similarity")
         out = pd.DataFrame({"distance": distance, "mean": mean, "sd": np.nan,
                             "n_seeds": np.isfinite(mean).astype(int),
-                            "fit": rows["fitted_similarity"].to_numpy(dtype=float)
-                            if "fitted_similarity" in rows else np.nan})
+                            "fit": column("fitted_similarity", fit_limit)})
         for name, col in bands.items():
-            out[name] = rows[col].to_numpy(dtype=float) if col in rows else np.nan
+            out[name] = column(col)
         return out
+    if fit_limit is not None and "fitted_similarity" in rows:
+        fitted = rows["fitted_similarity"].to_numpy(dtype=float, copy=True)
+        fitted[rows["distance"].to_numpy(dtype=float) > fit_limit] = np.nan
+        rows = rows.assign(fitted_similarity=fitted)
     if rows.duplicated(["seed", "distance"]).any():
         raise ValueError(f"profiles has several rows per (label, seed, distance) for {label!r}, e.g. from several "
                          "studies; filter it to one study (or give the runs distinct labels) first")
@@ -637,19 +652,17 @@ def drawn_points(x, y, *, log: bool = False, limit: int = MAX_DRAWN_POINTS) -> n
         edges = np.geomspace(lo, hi, n_bins + 1)
     else:
         edges = np.linspace(lo, hi, n_bins + 1)
-    rest = np.arange(head, n)
-    bins = np.clip(np.searchsorted(edges, x[head:], side="right") - 1, 0, n_bins - 1)
-    finite = np.isfinite(y[head:])
+    # x increases: bin b is the run of points from the first at or beyond its left edge (the edges found in x,
+    # not x in the edges: O(bins log n)); the lowest and highest finite point of each bin, the first reaching it
+    bounds = np.unique(np.r_[head, head + np.searchsorted(x[head:], edges[1:n_bins], side="left"), n])
+    starts, lengths = bounds[:-1], np.diff(bounds)
     keep = [np.arange(head), [n - 1]]
-    if finite.any():
-        b, yy, idx = bins[finite], y[head:][finite], rest[finite]
-        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # x increases: each bin is one run of points
-        seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, b.size]))
-        for reduce in (np.minimum, np.maximum):
-            extreme = reduce.reduceat(yy, starts)
-            hit = np.flatnonzero(yy == extreme[seg])
-            first = np.r_[True, seg[hit][1:] != seg[hit][:-1]]  # the first point reaching it in each bin
-            keep.append(idx[hit[first]])
+    segment = np.repeat(np.arange(starts.size), lengths)
+    for reduce in (np.fmin, np.fmax):  # NaN points are never the extreme (all-NaN bins give none)
+        extreme = reduce.reduceat(y, starts)
+        hit = np.flatnonzero(y[head:] == extreme[segment]) + head
+        first = np.r_[True, segment[hit[1:] - head] != segment[hit[:-1] - head]] if hit.size else hit.astype(bool)
+        keep.append(hit[first])
     return np.unique(np.concatenate(keep))
 
 
@@ -714,7 +727,10 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
                           "profiles.csv (decay lengths: summary.csv, comparison.csv)")
     marks = _decay_marks(summary, labels)
     scales = kernel_scales(summary)
-    per_label = {label: _seed_summary(_within_fit_range(by_label(label), summary), label) for label in labels}
+    per_label = {}
+    for label in labels:
+        rows = by_label(label)
+        per_label[label] = _seed_summary(rows, label, _fit_limits(rows, summary))
     names, shared = short_labels(labels)
     colours = _label_colours(labels, colours)
     w, h = panel_size
@@ -726,7 +742,7 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
         s = per_label[label]
         colour = colours[label]
         for ax, start in starts.items():
-            d = s[s["distance"] >= start]
+            d = s.iloc[int(np.searchsorted(s["distance"].to_numpy(), start)):]  # sorted by distance: a slice
             full_x, full_y = d["distance"].to_numpy(dtype=float), d["mean"].to_numpy(dtype=float)
             keep = drawn_points(full_x, full_y, log=ax is ax_log)  # long profiles: what a pixel shows
             decimated |= keep.size < len(d)
@@ -788,18 +804,18 @@ def plot_decay_curves(profiles: pd.DataFrame, *, summary: pd.DataFrame | None = 
     return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated, caption=caption)
 
 
-def _within_fit_range(rows: pd.DataFrame, summary: pd.DataFrame | None) -> pd.DataFrame:
-    """One label's profile rows with ``fitted_similarity`` emptied beyond each run's ``fit_max_distance`` (summary).
+def _fit_limits(rows: pd.DataFrame, summary: pd.DataFrame | None) -> np.ndarray | None:
+    """Per row of one label's profile rows, the largest distance its run's fit was fitted on (summary
+    ``fit_max_distance``; inf for a run without one), or None when no run has one.
 
     The profiles table holds the selected model at every distance; a fit describes only the distances it was
-    fitted on (e.g. up to the first zero crossing), so a figure draws it there only. Runs without a
-    ``fit_max_distance`` keep their fitted values as they are."""
+    fitted on (e.g. up to the first zero crossing), so a figure draws it there only (:func:`_seed_summary`)."""
     if "fitted_similarity" not in rows or summary is None or not {"label", "fit_max_distance"} <= set(summary.columns) \
             or not len(rows):
-        return rows
+        return None
     runs = summary[summary["label"] == rows["label"].iloc[0]]
     if not len(runs):
-        return rows
+        return None
     seed = rows["seed"] if "seed" in rows else pd.Series(np.nan, index=rows.index)
     limit = np.full(len(rows), np.inf)
     for _, run in runs.iterrows():
@@ -808,12 +824,7 @@ def _within_fit_range(rows: pd.DataFrame, summary: pd.DataFrame | None) -> pd.Da
             continue
         same = seed.isna().to_numpy() if pd.isna(run.get("seed")) else (seed == run["seed"]).fillna(False).to_numpy()
         limit[same] = float(end)
-    beyond = rows["distance"].to_numpy(dtype=float) > limit
-    if not beyond.any():
-        return rows
-    rows = rows.copy()
-    rows.loc[beyond, "fitted_similarity"] = np.nan
-    return rows
+    return limit
 
 
 def _open_interval(ax, low: float, y: float, colour, **style) -> None:
