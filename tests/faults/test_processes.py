@@ -331,8 +331,9 @@ def test_interrupt_with_progress_on_leaves_nothing(tmp_path, poslab, phase):
     assert "Traceback" not in output and "\r" not in output, output
     assert "interrupted; nothing half-written was left behind" in output
     assert "\n\ninterrupted" not in output and not output.startswith("\n")  # no empty line before it on a pipe
-    if phase == "figures":  # the stages and the tables were reported, the unfinished figures were not
-        assert "fault seed 0: heatmap " in output and "tables: " in output
+    if phase == "figures":  # the stages were reported, the unfinished figures were not (the tables are written
+        # while the figures are drawn, also in a second process: their line may or may not have come)
+        assert "fault seed 0: heatmap " in output
         assert "figures: " not in output
     assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []
     assert not (tmp_path / "res").exists()

@@ -8,10 +8,13 @@ half-written results folder; an existing folder is replaced only with
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import json
 import os
 import platform
+import select
+import signal
 import sys
 import threading
 import warnings
@@ -143,7 +146,7 @@ class FigureFailedWarning(UserWarning):
 def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None = None,
                   failed: dict[str, str] | None = None, left_out: dict[str, str] | None = None,
                   progress: Progress | None = None, settings: FigureSettings | None = None,
-                  stop: threading.Event | None = None) -> list[Path]:
+                  stop: threading.Event | None = None, worker: _FigureWorker | None = None) -> list[Path]:
     """Draw the study figures from the tables alone into ``folder``.
 
     Each figure is drawn on its own: one that raises is skipped with a
@@ -161,6 +164,8 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     (``decay_curves.png`` beside ``decay_curves.pdf``).
 
     ``stop``, once set, ends the drawing after the figure under way (:func:`write_results` draws in a thread).
+    ``worker`` (:func:`write_results` only): a :class:`_FigureWorker` drawing some of the figures in a second
+    process; each figure is drawn by whichever of the two takes it first.
 
     Returns the written paths: none when no run succeeded (nothing to draw).
     The progress counts drawn figures out of those whose tables have rows
@@ -168,7 +173,8 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     """
     progress = progress if progress is not None else Progress(False)
     with progress.task("figures", total=len(drawable(tables)), unit="figures") as task:
-        return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings(), stop)
+        return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings(), stop,
+                             worker)
 
 
 def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -178,29 +184,217 @@ def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings,
-                  stop: threading.Event | None = None) -> list[Path]:
-    written = []
+                  stop: threading.Event | None = None, worker: _FigureWorker | None = None) -> list[Path]:
     expected = set(drawable(tables))
-    for filename, draw in STUDY_FIGURES.items():
-        if stop is not None and stop.is_set():
-            break
+    drawn_by: dict[str, list[Path] | None] = {}  # file name -> its written paths, None: nothing to draw, []: failed
+
+    def account(item, filename, drawn):
+        drawn_by[filename] = drawn
+        item.counted = bool(drawn)  # a failed figure is not counted: "4/5"
+        if (drawn is None) == (filename in expected):  # nothing to draw after all, or drawn unexpectedly
+            task.set_total(task.total + (1 if drawn is not None else -1))
+
+    def draw_here(filename):
         with task.item(filename) as item:
-            drawn = _draw_figure(filename, draw, tables, folder, title, failed, left_out, settings)
-            written.extend(drawn or [])
-            item.counted = bool(drawn)  # a failed figure is not counted: "4/5"
-            if (drawn is None) == (filename in expected):  # nothing to draw after all, or drawn unexpectedly
-                task.set_total(task.total + (1 if drawn is not None else -1))
-    return written
+            account(item, filename, _draw_figure(filename, STUDY_FIGURES[filename], tables, folder, title, failed,
+                                                 left_out, settings))
+
+    def drawn_there(reports):  # the figures the worker has drawn meanwhile
+        for report in reports:
+            with task.item(report["figure"]) as item:
+                account(item, report["figure"], _replay(report, folder, failed, left_out))
+
+    def stopped():
+        return stop is not None and stop.is_set()
+
+    if worker is None:
+        for filename in STUDY_FIGURES:
+            if stopped():
+                break
+            draw_here(filename)
+    else:
+        try:
+            while not stopped() and (filename := worker.take()) is not None:
+                draw_here(filename)
+                drawn_there(worker.reports(block=False))
+            drawn_there(worker.reports(block=True, stop=stop))  # until the worker has exited
+        finally:
+            worker.kill()  # at once if this thread raised; else it has exited already
+            worker.close()
+        lost = [name for name in STUDY_FIGURES if name not in drawn_by]
+        if lost and not stopped():  # the worker died: what it had taken is drawn here, and said
+            warnings.warn(f"the figure worker process ended ({worker.status}) before drawing {', '.join(lost)}; "
+                          "drawn in this process instead", RuntimeWarning, stacklevel=2)
+            for filename in lost:
+                if stopped():
+                    break
+                draw_here(filename)
+    return [path for name in STUDY_FIGURES for path in drawn_by.get(name) or []]  # in the figures' order
+
+
+def _replay(report: dict, folder: Path, failed, left_out) -> list[Path] | None:
+    """A figure the worker drew, as if drawn here: its warnings given again, its failure and "left out" note
+    recorded; its written paths (None: nothing to draw; []: it failed)."""
+    categories = {c.__name__: c for c in (FigureFailedWarning, FigureLimitWarning, UserWarning, RuntimeWarning,
+                                          FutureWarning, DeprecationWarning)}
+    for category, message in report["warnings"]:
+        warnings.warn(message, categories.get(category, UserWarning), stacklevel=3)
+    if report["failed"] is not None and failed is not None:
+        failed[report["figure"]] = report["failed"]
+    if report["left_out"] is not None and left_out is not None:
+        left_out[report["figure"]] = report["left_out"]
+    return None if report["drawn"] is None else [folder / name for name in report["drawn"]]
+
+
+class _FigureWorker:
+    """A process forked from this one that draws study figures beside it (:func:`write_results`, on Linux with 2
+    CPUs or more).
+
+    Forked, it shares the tables in memory (nothing is copied or pickled) and matplotlib already imported. The
+    figures to draw are bytes in a pipe, one per figure: each process reads one at a time, so a figure is drawn by
+    exactly one of them and the faster takes more. The worker writes its figures into the same folder, each under
+    a temporary name renamed when complete (:func:`_draw_figure`), and reports each on a second pipe (the file
+    names written, failure, "left out" note, warnings: JSON, one line a figure), which :func:`_draw_figures`
+    reads between its own figures and finally until the worker exits. A worker that dies leaves its figures
+    undone: they are drawn in this process, with a warning. It exits with this process (``PR_SET_PDEATHSIG``),
+    dies at once on Ctrl-C or SIGTERM (default handlers) and is killed by :meth:`kill` on any error here, before
+    the temporary folder is removed.
+    """
+
+    def __init__(self, tables, folder: Path, title, settings: FigureSettings):
+        self.names = list(STUDY_FIGURES)
+        todo_r, todo_w = os.pipe()
+        os.write(todo_w, bytes(range(len(self.names))))
+        os.set_blocking(todo_r, False)  # shared with the worker: an empty pipe means every figure is taken
+        done_r, done_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns
+            code = 1
+            try:
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                gc.disable()  # a collection would touch every object shared with this process (copy on write)
+                os.close(todo_w)
+                os.close(done_r)
+                _die_with_parent()
+                if os.getppid() == parent:
+                    _work(self.names, todo_r, done_w, tables, folder, title, settings, parent)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(todo_w)
+        os.close(done_w)
+        self.pid, self.todo, self.done = pid, todo_r, done_r
+        self.buffer = b""
+        self.status: str | None = None  # how the worker ended, once it has
+        self.lock = threading.Lock()
+
+    def take(self) -> str | None:
+        """The next figure to draw here; None when every figure is taken."""
+        try:
+            byte = os.read(self.todo, 1)
+        except (BlockingIOError, OSError):
+            return None
+        return self.names[byte[0]] if byte else None
+
+    def reports(self, *, block: bool, stop: threading.Event | None = None) -> list[dict]:
+        """The worker's reports received so far; with ``block``, every report until it exits (or ``stop``)."""
+        out = []
+        while self.status is None:
+            ready, _, _ = select.select([self.done], [], [], 0.25 if block else 0)
+            if ready:
+                chunk = os.read(self.done, 1 << 16)
+                if not chunk:  # the worker has exited (or died)
+                    self._reap()
+                    break
+                self.buffer += chunk
+                *lines, self.buffer = self.buffer.split(b"\n")
+                out.extend(json.loads(line) for line in lines)
+            elif not block or (stop is not None and stop.is_set()):
+                break
+        return out
+
+    def _reap(self, kill: bool = False) -> None:
+        with self.lock:
+            if self.status is not None:
+                return
+            if kill:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                _, code = os.waitpid(self.pid, 0)
+                self.status = (f"exit status {os.waitstatus_to_exitcode(code)}" if os.WIFEXITED(code)
+                               else f"killed by {signal.Signals(os.WTERMSIG(code)).name}")
+            except ChildProcessError:
+                self.status = "gone"
+
+    def close(self) -> None:
+        """Close the pipes (by the thread that reads them: a number closed under it could name another file)."""
+        for fd in (self.todo, self.done):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """End the worker now and wait for it: no figure file appears after this returns."""
+        self._reap(kill=True)
+
+    @staticmethod
+    def usable(tables) -> bool:
+        """A worker pays: fork with a parent-death signal (Linux), 2 CPUs or more, 2 figures or more to draw, and
+        the caller is the main thread (the worker dies with the thread that forked it)."""
+        return (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
+                and len(os.sched_getaffinity(0)) >= 2 and len(drawable(tables)) >= 2
+                and threading.current_thread() is threading.main_thread())
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this process when the thread that forked it ends (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def _work(names, todo: int, done: int, tables, folder: Path, title, settings, parent: int) -> None:
+    """The figure worker's loop: take a figure, draw it, report it; until none is left or this process's parent
+    has gone."""
+    while os.getppid() == parent:
+        try:
+            byte = os.read(todo, 1)
+        except BlockingIOError:
+            return
+        if not byte:
+            return
+        filename = names[byte[0]]
+        failed, left_out = {}, {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            drawn = _draw_figure(filename, STUDY_FIGURES[filename], tables, folder, title, failed, left_out,
+                                 settings)
+        report = {"figure": filename, "drawn": None if drawn is None else [path.name for path in drawn],
+                  "failed": failed.get(filename), "left_out": left_out.get(filename),
+                  "warnings": [(w.category.__name__, str(w.message)) for w in caught]}
+        data = (json.dumps(report) + "\n").encode()
+        while data:
+            data = data[os.write(done, data):]
 
 
 class _Drawing:
-    """The study figures drawn in a thread while the main thread writes the tables (:func:`write_results`).
+    """The study figures drawn in a thread while the main thread writes the tables (:func:`write_results`), and,
+    where it pays, in a forked worker process too (:class:`_FigureWorker`).
 
     Matplotlib is used from this one thread only (figures are
     :class:`~matplotlib.figure.Figure` objects, no pyplot); the tables are
     only read. :meth:`result` waits for it (a signal's handler still runs
     in the waiting main thread) and returns the written paths or raises what
-    the drawing raised outside a figure; :meth:`stop` ends it after the
+    the drawing raised outside a figure; :meth:`stop` kills the worker and ends the thread after the
     figure under way. Drawn in the calling thread when the caller is not the
     main thread (a notebook's worker thread, a server): nothing to overlap
     there that is worth a second thread.
@@ -211,6 +405,7 @@ class _Drawing:
         self.progress, self.settings = progress, settings
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
+        self.worker: _FigureWorker | None = None
         self.written: list[Path] = []
         self.error: BaseException | None = None
 
@@ -218,12 +413,16 @@ class _Drawing:
         tables, folder, title, failed, left_out = self.args
         try:
             self.written = write_figures(tables, folder, title=title, failed=failed, left_out=left_out,
-                                         progress=self.progress, settings=self.settings, stop=self.stopping)
+                                         progress=self.progress, settings=self.settings, stop=self.stopping,
+                                         worker=self.worker)
         except BaseException as exc:  # handed to the main thread
             self.error = exc
 
     def start_once(self) -> None:
         if self.thread is None and threading.current_thread() is threading.main_thread():
+            tables, folder, title, _, _ = self.args
+            if _FigureWorker.usable(tables):  # forked before this process starts a thread of its own
+                self.worker = _FigureWorker(tables, folder, title, self.settings)
             self.thread = threading.Thread(target=self._run, name="poslab-figures", daemon=True)
             self.thread.start()
 
@@ -233,12 +432,16 @@ class _Drawing:
         else:
             while self.thread.is_alive():
                 self.thread.join(0.25)
+        if self.worker is not None:
+            self.worker.kill()  # exited already, unless the drawing raised
         if self.error is not None:
             raise self.error
         return self.written
 
     def stop(self, wait: bool) -> None:
         self.stopping.set()
+        if self.worker is not None:
+            self.worker.kill()  # no figure file may appear in the temporary folder while it is removed
         if wait and self.thread is not None:
             self.thread.join()
 
