@@ -54,3 +54,39 @@ def test_a_labels_rows_are_its_rows_whether_contiguous_or_not():
         pd.testing.assert_frame_equal(rows(label), frame[frame["label"] == label])
     assert len(rows("missing")) == 0 and list(rows("missing").columns) == ["label", "x"]
     assert rows("b").index.tolist() == [2, 3, 4]  # one block: a slice of the table
+
+
+def test_a_decimated_profile_looks_like_every_point_drawn_at_print_resolution(monkeypatch):
+    """Rendered at 300 dpi, the decimated curves (noisy: every ripple is a peak) cover the same pixels as the curves
+    drawn through all their points, to the antialiased pixel: no peak, dip or ripple is lost or moved (the
+    symmetric Hausdorff distance between the two sets of curve pixels is at most 1 px)."""
+    import matplotlib
+    from scipy.ndimage import distance_transform_edt
+
+    import poslab.plots.core as core
+    from poslab._figure_settings import FigureSettings
+
+    rng = np.random.default_rng(5)
+    d = np.arange(100_000)
+    y = np.cos(d / 37.0) * np.exp(-d / 25_000.0) + 0.05 * rng.standard_normal(d.size)
+    profiles = pd.DataFrame({"label": "long", "seed": pd.array([pd.NA] * d.size, dtype="Int64"), "distance": d,
+                             "mean_similarity": y})
+    settings = FigureSettings()
+
+    def render():
+        with matplotlib.rc_context({**settings.rc, "path.simplify": False}):  # every point of the path drawn
+            fig = plot_decay_curves(profiles)
+            fig.supxlabel("the same caption in both", fontsize=7)  # the same layout with and without the note
+            core.print_figure(fig, settings)
+            fig.set_dpi(core.PRINT_DPI)
+            core._lay_out(fig, core.PRINT_DPI)
+            fig.canvas.draw()
+            image = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+        return np.abs(image - np.array([0x01, 0x73, 0xB2])).sum(-1) < 60  # the curve's colour
+
+    decimated = render()
+    monkeypatch.setattr(core, "drawn_points", lambda x, y, log=False: np.arange(len(x)))
+    full = render()
+    assert decimated.sum() > 10_000 and abs(int(decimated.sum()) - int(full.sum())) < 0.01 * full.sum()
+    assert distance_transform_edt(~full)[decimated].max() <= 1.0
+    assert distance_transform_edt(~decimated)[full].max() <= 1.0
