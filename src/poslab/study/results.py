@@ -247,8 +247,8 @@ def _replay(report: dict, folder: Path, failed, left_out) -> list[Path] | None:
 
 
 class _FigureWorker:
-    """A process forked from this one that draws study figures beside it (:func:`write_results`, on Linux with 2
-    CPUs or more).
+    """A process forked from this one that draws study figures beside it (:func:`write_results`, on Linux with a
+    CPU free: :meth:`usable`).
 
     Forked, it shares the tables in memory (nothing is copied or pickled) and matplotlib already imported. The
     figures to draw are bytes in a pipe, one per figure: each process reads one at a time, so a figure is drawn by
@@ -345,11 +345,15 @@ class _FigureWorker:
 
     @staticmethod
     def usable(tables) -> bool:
-        """A worker pays: fork with a parent-death signal (Linux), 2 CPUs or more, 2 figures or more to draw, and
-        the caller is the main thread (the worker dies with the thread that forked it)."""
-        return (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
-                and len(os.sched_getaffinity(0)) >= 2 and len(drawable(tables)) >= 2
-                and threading.current_thread() is threading.main_thread())
+        """A worker pays: fork with a parent-death signal (Linux), a CPU free for it (2 CPUs or more, and the
+        load average of the last minute at least half a CPU below their number: on a machine already busy the
+        worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
+        and the caller is the main thread (the worker dies with the thread that forked it)."""
+        if not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
+                and threading.current_thread() is threading.main_thread() and len(drawable(tables)) >= 2):
+            return False
+        cpus = len(os.sched_getaffinity(0))
+        return cpus >= 2 and os.getloadavg()[0] <= cpus - 0.5
 
 
 def _die_with_parent() -> None:
@@ -526,8 +530,10 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
 
     The figures are drawn from the tables in memory, in a second thread, while this one writes the CSV tables
     (from ``summary.csv`` on): at 10^6 distances the ~0.6 s of CSV, and for a 100-run sweep its ~12 s, hide behind
-    the figures. A figure that fails is recorded and never costs a table; an error, Ctrl-C or SIGTERM stops the
-    drawing and removes the temporary folder.
+    the figures. Where a CPU is free (Linux), a forked worker process draws some of the figures at the same time
+    (:class:`_FigureWorker`: whichever of the two takes a figure first draws it; a worker that dies costs nothing
+    but a warning, its figures are drawn here). A figure that fails is recorded and never costs a table; an
+    error, Ctrl-C or SIGTERM kills the worker, stops the drawing and removes the temporary folder.
 
     Parameters
     ----------
