@@ -274,7 +274,7 @@ class _FigureWorker:
             try:
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_DFL)
-                gc.disable()  # a collection would touch every object shared with this process (copy on write)
+                gc.freeze()  # collections leave the objects shared with this process alone (no copy on write)
                 os.close(todo_w)
                 os.close(done_r)
                 _die_with_parent()
@@ -350,7 +350,8 @@ class _FigureWorker:
         worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
         and the caller is the main thread (the worker dies with the thread that forked it)."""
         if not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
-                and threading.current_thread() is threading.main_thread() and len(drawable(tables)) >= 2):
+                and threading.current_thread() is threading.main_thread() and len(drawable(tables)) >= 2
+                and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
             return False
         cpus = len(os.sched_getaffinity(0))
         return cpus >= 2 and os.getloadavg()[0] <= cpus - 0.5
