@@ -363,10 +363,57 @@ def _block_lag_sums_every_pair(x, block_length, size):
 
 
 @pytest.mark.parametrize("n_blocks", [32, 20, 16, 9])
-def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, monkeypatch):
+@pytest.mark.parametrize("trim", [5, 0])  # the last block zero-padded, or every block whole (read in place)
+def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, trim, monkeypatch):
     rng = np.random.default_rng(n_blocks)
-    x = rng.standard_normal((n_blocks * 64 - 5, 40))
-    for threads in (1, 3):
+    x = rng.standard_normal((n_blocks * 64 - trim, 40))
+    for threads, size in ((1, len(x)), (3, len(x)), (3, 3 * 64 + 10), (1, 50)):
         monkeypatch.setattr(_threads, "_limit", threads)
-        np.testing.assert_array_equal(bootstrap._block_lag_sums(x, 64, len(x)),
-                                      _block_lag_sums_every_pair(x, 64, len(x)))
+        np.testing.assert_array_equal(bootstrap._block_lag_sums(x, 64, size),
+                                      _block_lag_sums_every_pair(x, 64, size))
+
+
+@pytest.mark.parametrize("n, block_length", [(100, 7), (1000, 32), (257, 256), (64, 64)])
+def test_pooled_block_counts_equal_the_matrix_product_bit_for_bit(n, block_length):
+    units = unit_rows(np.random.default_rng(n).standard_normal((n, 3)))
+    blocks = bootstrap.anchor_block_sums(units, n - 1, block_length)
+    layout = bootstrap._block_layout(blocks.counts)
+    assert layout is not None
+    weights = bootstrap._resample_weights(blocks.counts.shape[0], 30, np.random.default_rng(1))
+    for c0, c1 in [(0, n), (0, 1), (n // 3, n // 2 + 1), (n - 1, n)]:
+        expected = weights @ blocks.counts[:, c0:c1]
+        got = bootstrap._pooled_block_counts(weights, layout, c0, c1 - c0)
+        np.testing.assert_array_equal(got, expected)
+        assert not np.signbit(got).any()
+        for mine, theirs in zip(bootstrap._pooled(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1], layout, c0),
+                                bootstrap._pooled(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1])):
+            np.testing.assert_array_equal(mine, theirs)
+
+
+def test_block_layout_only_for_counts_of_blocks_of_valid_positions():
+    table = np.random.default_rng(0).standard_normal((50, 3))
+    table[7] = 0.0  # an excluded position: its block's counts are not the closed form
+    with pytest.warns(UserWarning, match="1 of 50 positions"):
+        units = unit_rows(table)
+    blocks = bootstrap.anchor_block_sums(units, 49, 8)
+    assert bootstrap._block_layout(blocks.counts) is None
+    assert bootstrap._block_layout(np.full((3, 10), 10.0) - np.arange(10)) is None  # seeds: n − k each
+    assert bootstrap._block_layout(np.zeros((0, 4))) is None
+
+
+def test_block_noise_in_column_chunks_equals_the_whole_array_formula_bit_for_bit(monkeypatch):
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 64)  # many chunks of a few columns
+    table = np.random.default_rng(3).standard_normal((300, 4))
+    table[[5, 140]] = 0.0  # excluded positions: counts not the closed form
+    with pytest.warns(UserWarning):
+        units = unit_rows(table)
+    blocks = anchor_block_sums(units, 299, 37)
+    sums, counts = blocks.sums, blocks.counts
+    total = counts.sum(axis=0)  # block_noise before it was chunked
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums.sum(axis=0) / total
+        used = (counts > 0).sum(axis=0)
+        factor = (np.sqrt(used / np.maximum(used - 1, 1)) / total) * np.where(counts > 0, sums - counts * mean, 0.0)
+    factor[:, used < 2] = np.nan
+    np.testing.assert_array_equal(bootstrap.block_noise(blocks), factor.T)
+    np.testing.assert_array_equal(bootstrap.block_standard_errors(blocks), np.sqrt(np.sum(factor.T ** 2, axis=1)))

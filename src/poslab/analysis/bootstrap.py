@@ -202,7 +202,11 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
         counts = np.rint(_block_lag_sums(valid[:, None].astype(np.float64), block_length, size))
     sums = _block_lag_sums(u, block_length, size)
     sums[:, 0] = counts[:, 0]  # S[i, i] = 1 for every valid position
-    sums[counts == 0] = 0.0
+    if valid.all():  # block b has no pair from distance n − start_b on
+        for b, first in enumerate(range(0, n, block_length)):
+            sums[b, n - first:] = 0.0
+    else:
+        sums[counts == 0] = 0.0
     return AnchorBlocks(sums, counts, block_length)
 
 
@@ -226,6 +230,20 @@ def block_noise(blocks: AnchorBlocks) -> np.ndarray:
         two blocks hold a pair are NaN; all zero for an exactly translation-invariant table.
     """
     sums, counts = blocks.sums, blocks.counts
+    factor = np.empty(sums.shape)
+    for c0, c1 in _column_chunks(sums):  # the same values column by column, without full-size temporaries
+        factor[:, c0:c1] = _block_noise(sums[:, c0:c1], counts[:, c0:c1])
+    return factor.T
+
+
+def _column_chunks(a):
+    """(c0, c1) of chunks of ~_CHUNK_ENTRIES entries of an array of shape (n_blocks, n_columns)."""
+    step = max(1, _CHUNK_ENTRIES // max(1, a.shape[0]))
+    return [(c0, min(a.shape[1], c0 + step)) for c0 in range(0, a.shape[1], step)]
+
+
+def _block_noise(sums, counts) -> np.ndarray:
+    """:func:`block_noise` of some columns, shape (n_blocks, n_columns) (its transpose)."""
     total = counts.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = sums.sum(axis=0) / total
@@ -233,13 +251,16 @@ def block_noise(blocks: AnchorBlocks) -> np.ndarray:
         dev = np.where(counts > 0, sums - counts * mean, 0.0)
         factor = (np.sqrt(used / np.maximum(used - 1, 1)) / total) * dev
     factor[:, used < 2] = np.nan
-    return factor.T
+    return factor
 
 
 def block_standard_errors(blocks: AnchorBlocks) -> np.ndarray:
     """Standard error of the mean profile at each distance, the row norms of :func:`block_noise`, shape
     (max_distance + 1,); NaN where fewer than two blocks hold a pair."""
-    return np.sqrt(np.sum(block_noise(blocks) ** 2, axis=1))
+    se = np.empty(blocks.sums.shape[1])
+    for c0, c1 in _column_chunks(blocks.sums):
+        se[c0:c1] = np.sqrt(np.sum(_block_noise(blocks.sums[:, c0:c1], blocks.counts[:, c0:c1]).T ** 2, axis=1))
+    return se
 
 
 def politis_white(x) -> tuple[float, float]:
@@ -352,40 +373,62 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     # (measured at n = 1,048,576: 1.7 s per dim with 2 dims per product, 0.04 s with 32)
     chunk = min(dim, max(_MIN_CHUNK_DIMS, _FFT_BLOCK_ENTRIES // (n_blocks * n_fft)))
     n_freq = n_fft // 2 + 1
-    spectra = np.zeros((n_freq, n_blocks, n_blocks), dtype=np.complex128)  # Σ_dims conj(X_b) X_c, c >= b
     buf = np.zeros((n_blocks, chunk, n_fft))
-    padded = np.zeros((n_blocks * length, chunk))
+    padded = np.zeros((n_blocks * length, chunk)) if n_blocks * length > n else None  # the last block zero-padded
     # only the pairs c >= b are used: the blocks' rows in groups of 8 (at least 8 and 16 blocks), each group
     # times the blocks from its first on (5/8 of the products at 32 blocks); the frequencies split between threads
     # (numpy's products release the GIL). Each entry is the same sum over dims, in the same order, as the one
     # product of every pair before (tests/analysis/test_bootstrap.py checks it bit for bit).
     rows = [(g, g + 8) for g in range(0, n_blocks - 15, 8)] if n_blocks >= 16 else []
     rows.append((rows[-1][1] if rows else 0, n_blocks))
+    # spectra[g][f, b − r0, c − r0] = Σ_dims conj(X_b) X_c at frequency f for group g's rows r0 <= b < r1 and the
+    # blocks c >= r0: only what the products fill (5/8 of every pair's spectra at 32 blocks)
+    spectra = [np.zeros((n_freq, r1 - r0, n_blocks - r0), dtype=np.complex128) for r0, r1 in rows]
     threads = analysis_threads()  # the CPUs this process may use, or its share of them in a pool of workers
     parts = [(f0, min(n_freq, f0 + -(-n_freq // threads))) for f0 in range(0, n_freq, -(-n_freq // threads))]
 
+    # each part's conjugated rows and product, in buffers reused for every group and chunk (fresh memory is slow:
+    # the products of one chunk at 10^6 positions are 336 MB)
+    widest = max(r1 - r0 for r0, r1 in rows)
+    scratch = {f0: (np.empty((f1 - f0) * widest * chunk, dtype=np.complex128),
+                    np.empty((f1 - f0) * widest * n_blocks, dtype=np.complex128)) for f0, f1 in parts}
+
     def products(f0, f1, spec):
-        for r0, r1 in rows:
-            a = spec[f0:f1, r0:r1].conj()
-            spectra[f0:f1, r0:r1, r0:] += np.matmul(a, spec[f0:f1, r0:].transpose(0, 2, 1))
+        conj_buf, product_buf = scratch[f0]
+        for (r0, r1), out in zip(rows, spectra):
+            rows_b = spec[f0:f1, r0:r1]
+            a = np.conjugate(rows_b, out=conj_buf[:rows_b.size].reshape(rows_b.shape))
+            product = product_buf[:(f1 - f0) * (r1 - r0) * (n_blocks - r0)].reshape(f1 - f0, r1 - r0, n_blocks - r0)
+            out[f0:f1] += np.matmul(a, spec[f0:f1, r0:].transpose(0, 2, 1), out=product)
 
     with ThreadPoolExecutor(len(parts)) as pool:
         for c0 in range(0, dim, chunk):
             m = min(chunk, dim - c0)
-            padded[:n, :m] = x[:, c0:c0 + m]
-            buf[:, :m, :length] = padded[:, :m].reshape(n_blocks, length, m).transpose(0, 2, 1)
+            if padded is None:
+                rows_of_blocks = x[:, c0:c0 + m].reshape(n_blocks, length, m)
+            else:
+                padded[:n, :m] = x[:, c0:c0 + m]
+                rows_of_blocks = padded[:, :m].reshape(n_blocks, length, m)
+            buf[:, :m, :length] = rows_of_blocks.transpose(0, 2, 1)
             spec = fft.rfft(buf[:, :m], axis=-1, workers=threads).transpose(2, 0, 1)  # (frequency, block, dim)
             list(pool.map(lambda part: products(*part, spec), parts))
-    k = np.arange(size)
-    offset, r = k // length, k % length
+            del spec  # before the next chunk's FFT allocates its own
     sums = np.zeros((n_blocks, size))
     for b in range(n_blocks):
         hi = min(n_blocks, b + reach + 1)
-        corr = fft.irfft(spectra[:, b, b:hi], n=n_fft, axis=0, workers=threads)  # corr[t, o] = C_{b,b+o}(t), t mod n_fft
-        near = offset < hi - b
-        sums[b, near] += corr[r[near], offset[near]]
-        far = offset + 1 < hi - b
-        sums[b, far] += corr[(r[far] - length) % n_fft, offset[far] + 1]
+        (r0, _), group = next((r, g) for r, g in zip(rows, spectra) if r[0] <= b < r[1])
+        # corr[t, o] = C_{b,b+o}(t), t mod n_fft
+        corr = fft.irfft(group[:, b - r0, b - r0:hi - r0], n=n_fft, axis=0, workers=threads)
+        # k = o·L + r: sums[b, k] = C_{b,b+o}(r) + C_{b,b+o+1}(r − L), a run of L distances per offset o, added in
+        # that order (near, then far)
+        for o in range(hi - b):  # near: offsets o < hi − b
+            k0, k1 = o * length, min((o + 1) * length, size)
+            if k0 < k1:
+                sums[b, k0:k1] += corr[:k1 - k0, o]
+        for o in range(hi - b - 1):  # far: offsets o + 1 < hi − b; (r − L) mod n_fft = n_fft − L + r
+            k0, k1 = o * length, min((o + 1) * length, size)
+            if k0 < k1:
+                sums[b, k0:k1] += corr[n_fft - length:n_fft - length + k1 - k0, o + 1]
     return sums
 
 
@@ -415,13 +458,62 @@ def _resample_weights(n_units: int, n_resamples: int, rng) -> np.ndarray:
     return weights
 
 
-def _pooled(weights, sums, counts) -> tuple[np.ndarray, np.ndarray]:
-    """Resampled means (NaN without a pair) and pair counts, shape (n_resamples, n_columns)."""
-    means, pooled_counts = weights @ sums, weights @ counts
+def _pooled(weights, sums, counts, blocks=None, c0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled means (NaN without a pair) and pair counts, shape (n_resamples, n_columns).
+
+    ``blocks`` (:func:`_block_layout` of the whole counts array) and ``c0`` (the first column of ``counts``): the
+    pair counts by :func:`_pooled_block_counts` instead of a matrix product (the same integers)."""
+    means = weights @ sums
+    pooled_counts = weights @ counts if blocks is None else _pooled_block_counts(weights, blocks, c0, sums.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
         means /= pooled_counts  # in place: fresh memory is slow
     means[pooled_counts <= 0] = np.nan
     return means, pooled_counts
+
+
+def _block_layout(counts) -> tuple[np.ndarray, np.ndarray] | None:
+    """(start, stop) of each unit when ``counts`` are the pair counts of contiguous anchor blocks of positions that
+    are all valid, column k being distance k (block b's anchors i with i + k < n: min(stop_b, n − k) − start_b,
+    at least 0; :func:`anchor_block_sums` with every position valid), else None. Checked entry for entry."""
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or counts.size == 0:
+        return None
+    length = counts[:, 0]
+    if not (np.all(length >= 1) and np.all(length == np.round(length)) and length.sum() < 2**52):
+        return None
+    stop = np.cumsum(length)
+    start, n = stop - length, stop[-1]
+    step = max(1, _CHUNK_ENTRIES // counts.shape[0])
+    for c0 in range(0, counts.shape[1], step):
+        k = np.arange(c0, min(counts.shape[1], c0 + step))
+        if not np.array_equal(counts[:, c0:c0 + step],
+                              np.maximum(np.minimum(stop[:, None], n - k) - start[:, None], 0)):
+            return None
+    return start, stop
+
+
+def _pooled_block_counts(weights, blocks, c0: int, width: int) -> np.ndarray:
+    """``weights @ counts[:, c0:c0 + width]`` for the counts of :func:`_block_layout`'s blocks, by their closed form.
+
+    At distance k the blocks ending at or before n − k hold all their anchors, the next one n − k − start of them
+    and the later ones none, so a resample's pairs are Σ_{b < j} w_b · length_b + w_j · (n − k − start_j), j the
+    number of whole blocks: O(n_resamples · width) instead of a product with n_units terms. Every term and sum is
+    an integer below 2^53, exact in float64, so the result equals the product bit for bit (whatever its order).
+    """
+    start, stop = blocks
+    n = stop[-1]
+    free = n - np.arange(c0, c0 + width, dtype=np.float64)  # n − k
+    j = np.searchsorted(stop, free, side="right")  # blocks wholly before n − k
+    partial = np.maximum(free - np.append(start, n)[j], 0.0)  # anchors of block j with i + k < n (j = B: none)
+    whole = np.zeros((weights.shape[0], weights.shape[1] + 1))
+    np.cumsum(weights * (stop - start), axis=1, out=whole[:, 1:])
+    padded = np.pad(weights, ((0, 0), (0, 1)))
+    pooled = np.empty((weights.shape[0], width))
+    cuts = np.flatnonzero(np.diff(j)) + 1
+    for s0, s1 in zip([0, *cuts], [*cuts, width]):  # runs of distances with the same block j
+        np.multiply(padded[:, j[s0], None], partial[None, s0:s1], out=pooled[:, s0:s1])
+        pooled[:, s0:s1] += whole[:, j[s0], None]
+    return pooled
 
 
 def min_replicates(level: float) -> int:
@@ -729,9 +821,10 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     low, high = np.full(distance.size, np.nan), np.full(distance.size, np.nan)
     spread = 0.0
     step = max(1, _CHUNK_ENTRIES // max(1, n_resamples))
+    blocks = _block_layout(counts)
     for c0 in range(0, distance.size, step):
         c1 = min(distance.size, c0 + step)
-        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1])
+        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0)
         if np.isinf(widths).any():  # else every resample has fallen below every threshold in an earlier chunk
             w = first_crossings(distance[c0:c1], chunk, thresholds)
             first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
@@ -760,7 +853,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
             point_sums = np.add.reduceat(sums[:, index], fits.bins[:, 0], axis=1)
             point_counts = np.add.reduceat(counts[:, index], fits.bins[:, 0], axis=1)
         reps, failed = _refit_points(fits, *_pooled(weights, point_sums, point_counts), progress)
-    replicates = summary_replicates(distance, sums, counts, weights, summarise, progress=progress) \
+    replicates = summary_replicates(distance, sums, counts, weights, summarise, progress=progress, _blocks=blocks) \
         if summarise is not None else {}
     for j, t in enumerate(thresholds):  # the band widths by the summaries' rule (a crossing within the noise: +inf)
         name = threshold_name(t)
@@ -776,7 +869,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
                                summaries=replicates, summaries_ci=summaries_ci)
 
 
-def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None) -> dict:
+def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None, _blocks=False) -> dict:
     """The model-free summaries of resampled profiles, a chunk of resamples (~64 MB) at a time.
 
     Parameters
@@ -796,9 +889,10 @@ def summary_replicates(distance, sums, counts, weights, summarise, *, progress=N
     dict of name -> ndarray of shape (n_resamples,)
     """
     rows = max(1, _REPLICATE_ENTRIES // max(1, distance.size))
+    blocks = _block_layout(counts) if _blocks is False else _blocks  # False: not known yet
     parts = []
     for r0 in range(0, weights.shape[0], rows):
-        parts.append(summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts)[0]))
+        parts.append(summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts, blocks)[0]))
         if progress is not None:
             progress("summaries", min(r0 + rows, weights.shape[0]), weights.shape[0])
     return {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \

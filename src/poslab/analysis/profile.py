@@ -166,16 +166,31 @@ def similarity_profile(table, *, max_distance: int | None = None, center: bool =
     return _similarity_profile(units, max_distance, precision=precision)
 
 
-def _similarity_profile(units: UnitRows, max_distance: int, *, precision: str = "float64") -> SimilarityProfile:
-    """Computing twin of :func:`similarity_profile` on checked unit rows."""
+def _similarity_profile(units: UnitRows, max_distance: int, *, precision: str = "float64",
+                        lag_sums=None) -> SimilarityProfile:
+    """Computing twin of :func:`similarity_profile` on checked unit rows.
+
+    ``lag_sums``: (Σ_i S[i, i + k], n_pairs(k)) for k = 0..max_distance, each of shape (max_distance + 1,), when
+    already known (e.g. :class:`poslab.analysis.bootstrap.AnchorBlocks`' sums and counts totalled over the blocks:
+    the same sums by FFTs of blocks, ~1e-16 relative from the whole-table FFT's); else by FFT. ``precision`` is
+    then the arithmetic of the std's strips only."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
     dtype = np.dtype(precision)
     u, valid = units.vectors, units.valid
     n = len(u)
     size = max_distance + 1
-    n_pairs = np.rint(_lag_sums(valid[:, None].astype(np.float64), size, np.float64)).astype(np.int64)
-    sums = _lag_sums(u, size, dtype)
+    if lag_sums is None:
+        if valid.all():  # the pairs at distance k: n − k (what the mask's FFT gives, rounded)
+            n_pairs = n - np.arange(size, dtype=np.int64)
+        else:
+            n_pairs = np.rint(_lag_sums(valid[:, None].astype(np.float64), size, np.float64)).astype(np.int64)
+        sums = _lag_sums(u, size, dtype)
+    else:
+        sums, n_pairs = (np.asarray(x, dtype=np.float64) for x in lag_sums)
+        if sums.shape != (size,) or n_pairs.shape != (size,):
+            raise ValueError(f"lag_sums must be two arrays of shape ({size},), got {sums.shape} and {n_pairs.shape}")
+        n_pairs = np.rint(n_pairs).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n_pairs > 0, sums / n_pairs, np.nan)
     mean = np.clip(mean, -1.0, 1.0)

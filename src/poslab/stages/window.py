@@ -32,7 +32,10 @@ window's own standard errors (:func:`poslab.stages.bands.summariser`), widened
 as the run's (:func:`poslab.analysis.bootstrap.interval_widening`). Their
 replicates are rows of bootstrap.csv with that ``window``, so the comparison
 judges a difference at every common window from paired replicates. No refit
-of the decay models there (the decay length is not compared). Cost: the
+of the decay models there (the decay length is not compared). The window's
+mean profile is its anchor-block sums totalled over the blocks (the same
+Σ_i S[i, i + k] as the run's whole-table FFT gives, by FFTs of blocks: equal
+to ~1e-16 relative, so no second FFT of the window's rows). Cost: the
 window's anchor-block sums and n_resamples summaries of its profile, about
 (1/4 + 1/2) of the run's own summaries' bootstrap.
 """
@@ -173,9 +176,10 @@ def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
                 units = unit_rows(ctx.table[:n], center=True)
             else:
                 units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
-            profile = _similarity_profile(units, d, precision=o.precision)
             length, correlation = choose_block_length(units, d, max_blocks=o.n_blocks)
             blocks = anchor_block_sums(units, d, length)
+            profile = _similarity_profile(units, d, precision=o.precision,  # the mean: the blocks' sums, totalled
+                                          lag_sums=(blocks.sums.sum(axis=0), blocks.counts.sum(axis=0)))
             noise_se = block_standard_errors(blocks)
             summaries = run_summaries(profile, o, noise_se)
             exact = not np.nanmax(noise_se, initial=0.0) > 1e-12
