@@ -267,6 +267,7 @@ class RunContext:
         self.seed = seed
         if table is not None:
             self.__dict__["table"] = table
+        self._table_given = table is not None  # a given table cannot be regenerated: never released
         self.pending: tuple[Stage, ...] = ()  # stages still to run (the runner sets it)
         self.progress = None  # a poslab.study.progress.Progress (the runner sets it), or None
 
@@ -313,6 +314,8 @@ class RunContext:
     @property
     def table_dim(self) -> int | None:
         """Width of the analysed table; None for a kernel run that generated none."""
+        if "table_dim" in self.__dict__:  # the table was released once its unit rows existed
+            return self.__dict__["table_dim"]
         if "table" not in self.__dict__ and self.kernel is not None:
             return None
         return int(np.shape(self.table)[1])
@@ -323,7 +326,14 @@ class RunContext:
 
         table = self.table
         with self.step("unit rows"):
-            return unit_rows(table, center=self.options.center)
+            units = unit_rows(table, center=self.options.center)
+        # the generated table is not read again once its unit rows exist (a line without ``center``: the nested
+        # windows re-centre from it, a grid reads it): released (1 GiB at n = 2^20, dim 128), regenerated from the
+        # seed if ever read again
+        if self.seed is not None and not self._table_given and not self.options.center and self.positions == "line":
+            self.__dict__["table_dim"] = int(np.shape(table)[1])
+            del self.__dict__["table"]
+        return units
 
     @functools.cached_property
     def profile(self):
