@@ -104,6 +104,37 @@ def test_the_context_derives_once_and_frees_the_unit_rows_before_the_resamples()
     np.testing.assert_array_equal(fresh.bootstrap.decay_lengths, ctx.bootstrap.decay_lengths)
 
 
+def test_the_context_releases_a_generated_table_once_its_unit_rows_exist():
+    from poslab.encodings import make_encoding
+
+    calls = []
+
+    class Counting:  # an encoding without a kernel, counting its tables
+        kernel = None
+
+        def __init__(self, kind="random"):
+            self.encoding = make_encoding(kind)
+
+        def generate(self, n, dim, rng=None):
+            calls.append(n)
+            return self.encoding.generate(n, dim, rng=rng)
+
+    ctx = RunContext(Counting(), n_positions=64, max_distance=63, dim=4, options=AnalysisOptions(), seed=3)
+    table = ctx.table.copy()
+    units = ctx.units
+    assert "table" not in ctx.__dict__ and ctx.table_dim == 4 and calls == [64]  # released, its width kept
+    np.testing.assert_array_equal(ctx.table, table)  # read again: the same table, from the seed
+    assert ctx.units is units
+    for kept in (RunContext(Counting(), n_positions=64, max_distance=63, dim=4, options=AnalysisOptions(center=True),
+                            seed=3),  # the nested windows re-centre from it
+                 RunContext(Counting("sinusoidal"), n_positions=64, max_distance=63, dim=4,
+                            options=AnalysisOptions()),  # no seed
+                 RunContext(None, n_positions=64, max_distance=63, dim=4, options=AnalysisOptions(), seed=3,
+                            table=table)):  # given: cannot be regenerated
+        kept.units
+        assert "table" in kept.__dict__
+
+
 def test_every_table_and_column_has_a_dtype_unit_and_description():
     for table in TABLES.values():
         assert table.description and table.row
