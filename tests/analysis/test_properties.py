@@ -200,18 +200,21 @@ def test_kernel_monotonicity_by_prefix_equals_ranking_every_row():
         np.testing.assert_allclose(_prefix_monotonicity(q, lengths), expected, rtol=1e-10, atol=1e-12)
 
 
-def test_dominance_merge_equals_brute_force():
-    """_dominance's merge counts equal the double loop: #{n < m: key_n < key_m}, Σ_{n < m: key_n > key_m} (n + 1)."""
+def test_dominance_radix_counts_equal_brute_force():
+    """_dominance's radix counts equal the double loop: #{n < m: key_n < key_m}, Σ_{n < m: key_n > key_m} (n + 1),
+    for every length up to and past powers of two (the padding), sorted, reversed and random keys."""
     from poslab.analysis.properties import _dominance
 
     rng = np.random.default_rng(11)
-    for w in (1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 100, 257):
-        key = rng.permutation(w).astype(np.int64)
-        below, above = _dominance(key)
-        expected_below = [sum(key[n] < key[m] for n in range(m)) for m in range(w)]
-        expected_above = [float(sum(n + 1 for n in range(m) if key[n] > key[m])) for m in range(w)]
-        np.testing.assert_array_equal(below, expected_below)
-        np.testing.assert_array_equal(above, expected_above)
+    for w in (0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 100, 257, 1024, 1500):
+        for key in (rng.permutation(w), np.arange(w), np.arange(w)[::-1]):
+            key = np.asarray(key, dtype=np.int64)
+            below, above = _dominance(key)
+            expected_below = [int(np.sum(key[:m] < key[m])) for m in range(w)]
+            expected_above = [float(np.sum((np.arange(m) + 1)[key[:m] > key[m]])) for m in range(w)]
+            assert below.dtype == np.int64 and above.dtype == np.float64
+            np.testing.assert_array_equal(below, np.array(expected_below, dtype=np.int64))
+            np.testing.assert_array_equal(above, np.array(expected_above, dtype=np.float64))
 
 
 def test_inversion_count_equals_brute_force():
@@ -283,6 +286,44 @@ def test_monotonicity_of_irregular_anchors_and_excluded_positions_equals_brute_f
             rho, discordance = monotonicity(units, max_distance, anchors)
             assert rho == pytest.approx(np.mean(rhos), abs=1e-12) if rhos else math.isnan(rho)
             assert discordance == (violations / pairs if pairs else pytest.approx(math.nan, nan_ok=True))
+
+
+def test_monotonicity_of_grouped_thin_blocks_equals_brute_force(monkeypatch):
+    """Thin forward blocks (few anchors, long rows) computed as one grouped product by column chunks, with rows
+    cut to each chunk's need: the brute-force counts (every block thin here: the thresholds scaled down)."""
+    import poslab.analysis.properties as properties
+
+    for name, value in (("_BLOCK_ENTRIES", 600), ("_THIN_ROWS", 64), ("_GEMM_MIN_COLUMNS", 16),
+                        ("_GEMM_MIN_WORK", 64), ("_GROUP_ENTRIES", 3000)):
+        monkeypatch.setattr(properties, name, value)
+    table = np.random.default_rng(16).normal(size=(400, 5))
+    table[[30, 31, 399]] = 0.0
+    with pytest.warns(UserWarning, match="zero or non-finite"):
+        units = unit_rows(table)
+    s = units.vectors @ units.vectors.T
+    grouped = []
+    real = properties._forward_products
+
+    def spy(u, anchors, max_distance):
+        for rows, block, c0 in real(u, anchors, max_distance):
+            grouped.append(block.base is not None)  # a view of a group's product
+            yield rows, block, c0
+
+    monkeypatch.setattr(properties, "_forward_products", spy)
+    for anchors in (np.arange(0, 400, 19), np.array([0, 1, 2, 200, 201, 398, 399])):
+        for max_distance in (17, 150, 399):
+            rhos, violations, pairs = [], 0, 0
+            for x in anchors:
+                k = np.arange(x + 1, min(400, x + max_distance + 1))
+                if not units.valid[x]:
+                    k = k[:0]
+                rho, v, p = _ranked_row_brute_force(np.clip(s[x, k], -1, 1), units.valid[k])
+                rhos += [rho] if rho is not None else []
+                violations, pairs = violations + v, pairs + p
+            rho, discordance = monotonicity(units, max_distance, anchors)
+            assert rho == pytest.approx(np.mean(rhos), abs=1e-12)
+            assert discordance == violations / pairs
+    assert any(grouped) and not all(grouped)
 
 
 def test_attention_rows_from_one_strided_einsum_equal_one_einsum_per_offset():

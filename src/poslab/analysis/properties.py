@@ -87,6 +87,14 @@ MAX_ENTRIES = 2**23
 MIN_ANCHORS = 32
 #: Largest number of entries of S held at once.
 _BLOCK_ENTRIES = 4_000_000
+#: ... except by a group of thin forward blocks: their product from one pass over the table (128 MiB of float64).
+_GROUP_ENTRIES = 2**24
+#: Forward blocks with fewer anchors than this (and long rows) are thin: their products are grouped.
+_THIN_ROWS = 16
+#: Products of S grouped or cut into chunks stay in OpenBLAS's blocked gemm regime: at least this many columns,
+_GEMM_MIN_COLUMNS = 4096
+#: ... and at least this many multiply-adds (rows × columns × dim).
+_GEMM_MIN_WORK = 2**24
 #: Temperature of the attention-like transform softmax(S / τ) of cosine similarities (locality, symmetry).
 LOCALITY_TAU = 0.1
 #: Keys each anchor attends to: |i − j| <= LOCALITY_REACH (2^-64 weighs nothing in locality).
@@ -139,6 +147,69 @@ def _forward_blocks(anchors, max_distance):
         yield anchors[a:a + size]
 
 
+def _forward_products(u: np.ndarray, anchors: np.ndarray, max_distance: int):
+    """The forward strips of S by blocks of anchors (:func:`_forward_blocks`): (rows, block, c0) with
+    ``block[r, j] = S[rows[r], c0 + j]`` for every column of row r's forward strip (other entries: any value).
+
+    A block is one product ``u[rows] @ u[c0:c1].T``. Thin blocks (fewer than :data:`_THIN_ROWS` anchors over
+    long rows: each product one pass over the table for a few rows) are gathered, as many as
+    :data:`_GROUP_ENTRIES` allow, into one product computed by column chunks of several rows each, so the
+    table is read once per group instead of once per block. Each entry is still one BLAS dot product over the
+    same dim: both ways are in OpenBLAS's blocked gemm regime (at least 2 rows, at least
+    :data:`_GEMM_MIN_COLUMNS` columns and rows × columns × dim >= :data:`_GEMM_MIN_WORK`), where an entry
+    does not depend on the shape of the product (its small-matrix kernel and gemv, for fewer rows or
+    columns, can differ in the last bit; tested equal entry for entry).
+    """
+    n, dim = u.shape
+    blocks = list(_forward_blocks(anchors, max_distance))
+    chunk = max(_GEMM_MIN_COLUMNS, -(-_GEMM_MIN_WORK // (2 * dim)))  # columns per product of a group
+
+    def span(rows):
+        return int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
+
+    def thin(rows):
+        c0, c1 = span(rows)
+        return (2 <= rows.size < _THIN_ROWS and c1 - c0 >= max(chunk, _GEMM_MIN_COLUMNS)
+                and rows.size * (c1 - c0) * dim >= _GEMM_MIN_WORK)
+
+    i = 0
+    while i < len(blocks):
+        j = i + 1
+        if thin(blocks[i]):
+            while j < len(blocks) and thin(blocks[j]):
+                rows = np.concatenate(blocks[i:j + 1])
+                c0, c1 = span(rows)
+                if rows.size * (c1 - c0) > _GROUP_ENTRIES:
+                    break
+                j += 1
+        if j == i + 1:  # one product
+            rows = blocks[i]
+            c0, c1 = span(rows)
+            yield rows, u[rows] @ u[c0:c1].T, c0
+            i = j
+            continue
+        rows = np.concatenate(blocks[i:j])
+        c0, c1 = span(rows)
+        product = np.zeros((rows.size, c1 - c0), dtype=np.result_type(u.dtype, u.dtype))
+        first, last = rows + 1, np.minimum(n, rows + max_distance + 1)  # each row's columns [first, last)
+        edges = list(range(c0, c1, chunk))
+        if len(edges) > 1 and c1 - edges[-1] < chunk:  # no short last chunk
+            edges.pop()
+        for a, b in zip(edges, edges[1:] + [c1]):
+            lo, hi = int(np.searchsorted(last, a, side="right")), int(np.searchsorted(first, b, side="left"))
+            if hi <= lo:
+                continue
+            if hi - lo < 2:  # at least 2 rows: the gemm regime
+                hi = min(rows.size, lo + 2)
+                lo = hi - 2
+            product[lo:hi, a - c0:b - c0] = u[rows[lo:hi]] @ u[a:b].T
+        at = 0
+        for block in blocks[i:j]:
+            yield block, product[at:at + block.size], c0
+            at += block.size
+        i = j
+
+
 def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[float, float]:
     """Monotonicity of S with distance, after Wang et al. (2021), §3.
 
@@ -170,11 +241,9 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     ahead = np.zeros((1, n + max_distance + 1), dtype=bool)  # valid positions; none past the table's end
     ahead[0, :n] = valid
     rhos, violations, pairs = [], 0, 0
-    for rows in _forward_blocks(anchors, max_distance):
-        c0, c1 = int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
+    for rows, block, c0 in _forward_products(u, anchors, max_distance):
         ok = valid[rows, None] & _band(ahead, rows + 1, max_distance, same_row=True)
-        block = u[rows] @ u[c0:c1].T  # forward strip of S: rows × (c1 - c0) entries
-        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past c1: not ok)
+        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past the end: not ok)
         rho, v, p = _block_monotonicity(np.clip(strip, -1.0, 1.0), ok)
         rhos.append(rho)
         violations, pairs = violations + v, pairs + p
@@ -343,7 +412,7 @@ def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, flo
     prefix (ranks taken with ties in distance order, as for tables, so the
     ranks are a permutation and ρ = 1 − 6 Σ (r_i − i)² / (L (L² − 1))).
     Both come from two per-element dominance sums over earlier elements,
-    counted by a bottom-up merge (:func:`_dominance`): exact, O(w log² w).
+    counted by a radix partition of the keys (:func:`_dominance`): exact, O(w log w).
 
     Parameters
     ----------
@@ -363,7 +432,7 @@ def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, flo
         return math.nan, math.nan
     # value order with ties broken by position: q_n <= q_m (n < m) <=> key_n < key_m
     key = np.empty(w, dtype=np.int64)
-    key[np.argsort(q, kind="stable")] = np.arange(w)
+    key[_stable_order(q[None, :])[0][0]] = np.arange(w)
     below, index_above = _dominance(key)  # per m: #{n < m: key_n < key_m}, Σ_{n < m: key_n > key_m} (n + 1)
     idx = np.arange(1, w + 1, dtype=np.float64)
     violations = np.concatenate([[0], np.cumsum(below)])  # by prefix length L = 0..w
@@ -385,44 +454,67 @@ def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, flo
 
 
 def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For distinct integer keys: per m, #{n < m: key_n < key_m} and Σ_{n < m: key_n > key_m} (n + 1).
+    """For a permutation ``key`` of 0..w − 1: per m, #{n < m: key_n < key_m} and Σ_{n < m: key_n > key_m} (n + 1).
 
-    Bottom-up merge over blocks of positions: at each level every element of
-    a right block counts the elements of its left neighbour (sorted, with the
-    cumulative sum of their 1-based positions) below and above it; the pairs
-    of sorted halves are then merged by one stable sort of the whole array
-    keyed by (block, key) (two sorted runs per block).
+    Radix partition of the keys from their top bit down (a wavelet tree
+    whose levels are kept in one array). Before level b the elements are in
+    order of (key >> (b + 1), position): groups of 2^(b + 1) consecutive keys,
+    each group contiguous and in position order. Within a group, an element
+    whose bit b is set is above every earlier element whose bit b is clear
+    (same higher bits), and that is the only level where the two keys part,
+    so summing over levels counts every pair n < m once. The level's counts
+    come from where the zeros and ones of bit b sit (their indices) and one
+    cumulative sum of the ones' positions; the stable partition by bit b
+    (zeros, then ones) is the next level's order. The keys are padded to
+    2^B by themselves (positions after every real one: never counted), so
+    every group holds exactly 2^b of each bit and its boundaries are known.
+    O(w log w): B = ⌈log₂ w⌉ levels of streaming gathers and sums; the counts
+    are exact integers (the sums as float64, exact below 2^53).
     """
+    key = np.asarray(key)
     w = key.size
-    size = 1 << max(0, (w - 1).bit_length())
-    big = np.int64(size + 1)
-    vals = np.full(size, np.int64(size), dtype=np.int64)  # padding: largest keys, never counted as earlier
-    vals[:w] = key
-    pos = np.arange(1, size + 1, dtype=np.float64)  # 1-based positions carried with the values
-    below = np.zeros(size, dtype=np.int64)
-    above_sum = np.zeros(size, dtype=np.float64)
-    home = np.arange(size)  # original position of each slot's element
-    s = 1
-    while s < size:
-        nb = size // (2 * s)
-        v = vals.reshape(nb, 2, s)
-        p = pos.reshape(nb, 2, s)
-        h = home.reshape(nb, 2, s)
-        offset = (np.arange(nb, dtype=np.int64) * big)[:, None]
-        left = (v[:, 0, :] + offset).ravel()  # each left block sorted (previous level), offset into its own range
-        right = (v[:, 1, :] + offset).ravel()
-        count = np.searchsorted(left, right, side="left") - np.repeat(np.arange(nb) * s, s)  # left keys below
-        csum = np.concatenate([[0.0], np.cumsum(p[:, 0, :].ravel())])
-        block_start = np.repeat(np.arange(nb) * s, s)
-        total_left = csum[block_start + s] - csum[block_start]
-        upto = csum[block_start + count] - csum[block_start]
-        targets = h[:, 1, :].ravel()
-        below[targets] += count
-        above_sum[targets] += total_left - upto
-        order = np.argsort(vals + np.repeat(np.arange(nb, dtype=np.int64) * big, 2 * s), kind="stable")
-        vals, pos, home = vals[order], pos[order], home[order]
-        s *= 2
-    return below[:w], above_sum[:w]
+    if w == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    levels = max(1, (w - 1).bit_length())
+    size, half = 1 << levels, 1 << (levels - 1)
+    itype = np.int32 if size <= 2**30 else np.int64
+    keys = np.arange(size, dtype=itype)
+    keys[:w] = key
+    position = np.arange(1, size + 1, dtype=np.int64)  # 1-based, carried with the keys
+    below = np.zeros(size, dtype=itype)
+    above = np.zeros(size, dtype=np.int64)
+    spare = [np.empty_like(keys), np.empty_like(position), np.empty_like(below), np.empty_like(above)]
+    rank = np.arange(half, dtype=np.int64)  # j: the j-th zero (one) of the level
+    before_group = np.empty(half, dtype=np.int64)
+    ones_sum = np.zeros(half + 1, dtype=np.int64)
+    bit = np.empty(size, dtype=bool)
+    source = np.empty(size, dtype=np.intp)
+    for b in range(levels - 1, -1, -1):
+        np.not_equal(np.bitwise_and(keys, itype(1 << b)), 0, out=bit)
+        source[half:] = np.flatnonzero(bit)  # the ones, in order
+        np.logical_not(bit, out=bit)
+        source[:half] = np.flatnonzero(bit)  # the zeros, in order
+        current = [keys, position, below, above]
+        for a, out in zip(current, spare):
+            np.take(a, source, out=out, mode="clip")
+        (keys, position, below, above), spare = spare, current
+        # the j-th zero (one) is in group j >> b: j & ~(2^b - 1) zeros (ones) of the level lie in earlier groups
+        np.right_shift(rank, b, out=before_group)
+        np.left_shift(before_group, b, out=before_group)
+        # a one at index i: i − (group start) − (ones before it in the group) zeros before it in its group
+        step = source[half:] - rank
+        step -= before_group
+        below[half:] += step.astype(itype, copy=False)
+        # a zero at index i: the ones before it, i − j of them over the whole level, less those of earlier groups
+        np.cumsum(position[half:], out=ones_sum[1:])
+        above[:half] += ones_sum[source[:half] - rank]
+        above[:half] -= ones_sum[before_group]
+    counts = np.empty(size, dtype=np.int64)
+    sums = np.empty(size, dtype=np.float64)
+    counts[position - 1] = below
+    sums[position - 1] = above
+    return counts[:w], sums[:w]
+
 
 def translation_variance_ratio(profile: SimilarityProfile) -> float:
     """Departure from translation invariance (Wang et al. 2021, §3), from the exact profile.
