@@ -198,6 +198,11 @@ def test_kernel_monotonicity_by_prefix_equals_ranking_every_row():
         rho, v, p = _block_monotonicity(rows, np.arange(1, w + 1)[None, :] <= lengths[:, None])
         expected = _pooled_monotonicity([rho], v, p)
         np.testing.assert_allclose(_prefix_monotonicity(q, lengths), expected, rtol=1e-10, atol=1e-12)
+        if w > 3:  # log of an attention prior with zeros: tied -inf entries rank in distance order, as a finite tie
+            q[rng.choice(w, size=w // 3, replace=False)] = -np.inf
+            finite = np.where(np.isinf(q), np.min(q[np.isfinite(q)], initial=0.0) - 1.0, q)
+            assert _prefix_monotonicity(q, lengths) == pytest.approx(_prefix_monotonicity(finite, lengths),
+                                                                      nan_ok=True, rel=0, abs=0)
 
 
 def test_dominance_radix_counts_equal_brute_force():

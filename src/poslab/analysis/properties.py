@@ -432,8 +432,12 @@ def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, flo
     if w == 0:
         return math.nan, math.nan
     # value order with ties broken by position: q_n <= q_m (n < m) <=> key_n < key_m
+    order = np.argsort(q)  # quicksort; stable (ties by position) only where that can differ: ties or NaN
+    ordered = q[order]
+    if np.any(ordered[1:] == ordered[:-1]) or np.isnan(ordered[-1]):  # (equal infinities are ties too)
+        order = np.argsort(q, kind="stable")
     key = np.empty(w, dtype=np.int64)
-    key[_stable_order(q[None, :])[0][0]] = np.arange(w)
+    key[order] = np.arange(w)
     below, index_above = _dominance(key)  # per m: #{n < m: key_n < key_m}, Σ_{n < m: key_n > key_m} (n + 1)
     idx = np.arange(1, w + 1, dtype=np.float64)
     violations = np.concatenate([[0], np.cumsum(below)])  # by prefix length L = 0..w
