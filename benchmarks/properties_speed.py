@@ -17,7 +17,7 @@ interleaved::
     PYTHONPATH=$PWD/src .venv/bin/python benchmarks/properties_speed.py kernel
     PYTHONPATH=$PWD/src .venv/bin/python benchmarks/properties_speed.py table --repeat 1   # ~1 GiB table
 
-Results: ``benchmarks/README.md``, "Properties: the kernel path's dominance counts and thin blocks".
+Results: ``benchmarks/README.md``, "Properties: the kernel path's dominance counts".
 """
 
 from __future__ import annotations

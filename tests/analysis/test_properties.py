@@ -293,44 +293,6 @@ def test_monotonicity_of_irregular_anchors_and_excluded_positions_equals_brute_f
             assert discordance == (violations / pairs if pairs else pytest.approx(math.nan, nan_ok=True))
 
 
-def test_monotonicity_of_grouped_thin_blocks_equals_brute_force(monkeypatch):
-    """Thin forward blocks (few anchors, long rows) computed as one grouped product by column chunks, with rows
-    cut to each chunk's need: the brute-force counts (every block thin here: the thresholds scaled down)."""
-    import poslab.analysis.properties as properties
-
-    for name, value in (("_BLOCK_ENTRIES", 600), ("_THIN_ROWS", 64), ("_GEMM_MIN_COLUMNS", 16),
-                        ("_GEMM_MIN_WORK", 64), ("_GROUP_ENTRIES", 3000)):
-        monkeypatch.setattr(properties, name, value)
-    table = np.random.default_rng(16).normal(size=(400, 5))
-    table[[30, 31, 399]] = 0.0
-    with pytest.warns(UserWarning, match="zero or non-finite"):
-        units = unit_rows(table)
-    s = units.vectors @ units.vectors.T
-    grouped = []
-    real = properties._forward_products
-
-    def spy(u, anchors, max_distance):
-        for rows, block, c0 in real(u, anchors, max_distance):
-            grouped.append(block.base is not None)  # a view of a group's product
-            yield rows, block, c0
-
-    monkeypatch.setattr(properties, "_forward_products", spy)
-    for anchors in (np.arange(0, 400, 19), np.array([0, 1, 2, 200, 201, 398, 399])):
-        for max_distance in (17, 150, 399):
-            rhos, violations, pairs = [], 0, 0
-            for x in anchors:
-                k = np.arange(x + 1, min(400, x + max_distance + 1))
-                if not units.valid[x]:
-                    k = k[:0]
-                rho, v, p = _ranked_row_brute_force(np.clip(s[x, k], -1, 1), units.valid[k])
-                rhos += [rho] if rho is not None else []
-                violations, pairs = violations + v, pairs + p
-            rho, discordance = monotonicity(units, max_distance, anchors)
-            assert rho == pytest.approx(np.mean(rhos), abs=1e-12)
-            assert discordance == violations / pairs
-    assert any(grouped) and not all(grouped)
-
-
 def test_attention_rows_from_one_strided_einsum_equal_one_einsum_per_offset():
     """The attention logits of regular anchors (one einsum over a strided view) are the per-offset einsums, bit for bit."""
     from poslab.analysis.properties import attention_rows

@@ -87,14 +87,6 @@ MAX_ENTRIES = 2**23
 MIN_ANCHORS = 32
 #: Largest number of entries of S held at once.
 _BLOCK_ENTRIES = 4_000_000
-#: ... except by a group of thin forward blocks: their product from one pass over the table (128 MiB of float64).
-_GROUP_ENTRIES = 2**24
-#: Forward blocks with fewer anchors than this (and long rows) are thin: their products are grouped.
-_THIN_ROWS = 16
-#: Products of S grouped or cut into chunks stay in OpenBLAS's blocked gemm regime: at least this many columns,
-_GEMM_MIN_COLUMNS = 4096
-#: ... and at least this many multiply-adds (rows × columns × dim).
-_GEMM_MIN_WORK = 2**24
 #: Temperature of the attention-like transform softmax(S / τ) of cosine similarities (locality, symmetry).
 LOCALITY_TAU = 0.1
 #: Keys each anchor attends to: |i − j| <= LOCALITY_REACH (2^-64 weighs nothing in locality).
@@ -147,70 +139,6 @@ def _forward_blocks(anchors, max_distance):
         yield anchors[a:a + size]
 
 
-def _forward_products(u: np.ndarray, anchors: np.ndarray, max_distance: int):
-    """The forward strips of S by blocks of anchors (:func:`_forward_blocks`): (rows, block, c0) with
-    ``block[r, j] = S[rows[r], c0 + j]`` for every column of row r's forward strip (other entries: any value).
-
-    A block is one product ``u[rows] @ u[c0:c1].T``. Thin blocks (fewer than :data:`_THIN_ROWS` anchors over
-    long rows: each product one pass over the table for a few rows) of a float64 table are gathered, as many
-    as :data:`_GROUP_ENTRIES` allow, into one product computed by column chunks of the rows each chunk
-    needs, so the table is read once per group instead of once per block. Both ways stay in OpenBLAS's
-    blocked gemm regime (at least 2 rows, at least :data:`_GEMM_MIN_COLUMNS` columns, rows × columns × dim
-    >= :data:`_GEMM_MIN_WORK`), where an entry of S does not depend on the shape of the product it is
-    computed in; its small-matrix kernel and gemv (fewer rows or columns) can differ in the last bit. Entries
-    measured equal bit for bit to the per-block products (OpenBLAS 0.3.31, 2^17–2^20 positions, dims
-    8–300), so the metrics do not move.
-    """
-    n, dim = u.shape
-    blocks = list(_forward_blocks(anchors, max_distance))
-    chunk = max(_GEMM_MIN_COLUMNS, -(-_GEMM_MIN_WORK // (2 * dim)))  # columns per product of a group
-
-    def span(rows):
-        return int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
-
-    def thin(rows):
-        c0, c1 = span(rows)
-        return (u.dtype == np.float64 and 2 <= rows.size < _THIN_ROWS and c1 - c0 >= chunk
-                and rows.size * (c1 - c0) * dim >= _GEMM_MIN_WORK)
-
-    i = 0
-    while i < len(blocks):
-        j = i + 1
-        if thin(blocks[i]):
-            while j < len(blocks) and thin(blocks[j]):
-                rows = np.concatenate(blocks[i:j + 1])
-                c0, c1 = span(rows)
-                if rows.size * (c1 - c0) > _GROUP_ENTRIES:
-                    break
-                j += 1
-        if j == i + 1:  # one product
-            rows = blocks[i]
-            c0, c1 = span(rows)
-            yield rows, u[rows] @ u[c0:c1].T, c0
-            i = j
-            continue
-        rows = np.concatenate(blocks[i:j])
-        c0, c1 = span(rows)
-        product = np.zeros((rows.size, c1 - c0))
-        first, last = rows + 1, np.minimum(n, rows + max_distance + 1)  # each row's columns [first, last)
-        edges = list(range(c0, c1, chunk))
-        if len(edges) > 1 and c1 - edges[-1] < chunk:  # no short last chunk
-            edges.pop()
-        for a, b in zip(edges, edges[1:] + [c1]):
-            lo, hi = int(np.searchsorted(last, a, side="right")), int(np.searchsorted(first, b, side="left"))
-            if hi <= lo:
-                continue
-            if hi - lo < 2:  # at least 2 rows: the gemm regime
-                hi = min(rows.size, lo + 2)
-                lo = hi - 2
-            product[lo:hi, a - c0:b - c0] = u[rows[lo:hi]] @ u[a:b].T
-        at = 0
-        for block in blocks[i:j]:
-            yield block, product[at:at + block.size], c0
-            at += block.size
-        i = j
-
-
 def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[float, float]:
     """Monotonicity of S with distance, after Wang et al. (2021), §3.
 
@@ -242,9 +170,11 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     ahead = np.zeros((1, n + max_distance + 1), dtype=bool)  # valid positions; none past the table's end
     ahead[0, :n] = valid
     rhos, violations, pairs = [], 0, 0
-    for rows, block, c0 in _forward_products(u, anchors, max_distance):
+    for rows in _forward_blocks(anchors, max_distance):
+        c0, c1 = int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
         ok = valid[rows, None] & _band(ahead, rows + 1, max_distance, same_row=True)
-        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past the end: not ok)
+        block = u[rows] @ u[c0:c1].T  # forward strip of S: rows × (c1 - c0) entries
+        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past c1: not ok)
         rho, v, p = _block_monotonicity(np.clip(strip, -1.0, 1.0), ok)
         rhos.append(rho)
         violations, pairs = violations + v, pairs + p
@@ -461,20 +391,21 @@ def _prefix_monotonicity(q: np.ndarray, lengths: np.ndarray) -> tuple[float, flo
 def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For a permutation ``key`` of 0..w − 1: per m, #{n < m: key_n < key_m} and Σ_{n < m: key_n > key_m} (n + 1).
 
-    Radix partition of the keys from their top bit down (a wavelet tree
-    whose levels are kept in one array). Before level b the elements are in
-    order of (key >> (b + 1), position): groups of 2^(b + 1) consecutive keys,
-    each group contiguous and in position order. Within a group, an element
-    whose bit b is set is above every earlier element whose bit b is clear
-    (same higher bits), and that is the only level where the two keys part,
-    so summing over levels counts every pair n < m once. The level's counts
-    come from where the zeros and ones of bit b sit (their indices) and one
-    cumulative sum of the ones' positions; the stable partition by bit b
-    (zeros, then ones) is the next level's order. The keys are padded to
-    2^B by themselves (positions after every real one: never counted), so
-    every group holds exactly 2^b of each bit and its boundaries are known.
-    O(w log w): B = ⌈log₂ w⌉ levels of streaming gathers and sums; the counts
-    are exact integers (the sums as float64, exact below 2^53).
+    Radix partition of the keys from their top bit down, a wavelet matrix
+    kept in one array. Before level b the elements sit in aligned groups of
+    2^(b + 1): all the keys with one value of key >> (b + 1), in position
+    order (the groups in bit-reversed order of that value). Within a group,
+    an element whose bit b is set is above every earlier element whose bit b
+    is clear (same higher bits), and level b is the only one where the two
+    keys part, so summing over levels counts every pair n < m once. A
+    level's counts come from where the zeros and ones of bit b sit (their
+    indices) and one cumulative sum of the ones' positions; the stable
+    partition of the whole array by bit b (zeros, then ones) is the next
+    level's order. The keys are padded to 2^B by themselves (positions after
+    every real one: never counted), so every group holds exactly 2^b of each
+    bit and its boundaries are known. O(w log w): B = ⌈log₂ w⌉ levels of
+    streaming gathers and sums, no sort; the counts are exact integers (the
+    sums returned as float64, exact below 2^53).
     """
     key = np.asarray(key)
     w = key.size
