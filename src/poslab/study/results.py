@@ -11,12 +11,14 @@ from __future__ import annotations
 import gc
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import select
 import signal
 import sys
 import threading
+import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -345,8 +347,8 @@ class _FigureWorker:
 
     @staticmethod
     def usable(tables) -> bool:
-        """A worker pays: fork with a parent-death signal (Linux), a CPU free for it (2 CPUs or more, and the
-        load average of the last minute at least half a CPU below their number: on a machine already busy the
+        """A worker pays: fork with a parent-death signal (Linux), a CPU free for it (2 CPUs or more, and other
+        work keeping at most CPUs - 1.5 of them busy now, :func:`_busy_cpus`: on a machine already busy the
         worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
         and the caller is the main thread (the worker dies with the thread that forked it)."""
         if not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
@@ -354,7 +356,27 @@ class _FigureWorker:
                 and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
             return False
         cpus = len(os.sched_getaffinity(0))
-        return cpus >= 2 and os.getloadavg()[0] <= cpus - 0.5
+        return cpus >= 2 and _busy_cpus() <= cpus - 1.5
+
+
+def _busy_cpus(samples: int = 5) -> float:
+    """How many CPUs other work keeps busy now: the runnable threads in ``/proc/loadavg`` (its fourth field,
+    ``running/total``), this reading thread excepted, averaged over a few samples a millisecond apart.
+
+    An instant count rather than the load average: the load average of the last minute still holds the work of
+    an earlier run that has ended (back-to-back ``poslab run`` commands would each find the machine busy with
+    their predecessor). Unreadable: every CPU counted busy (no worker).
+    """
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return math.inf
+        if i + 1 < samples:
+            time.sleep(0.001)
+    return sum(counts) / len(counts)
 
 
 def _die_with_parent() -> None:
