@@ -161,3 +161,22 @@ def test_one_run_is_read_from_the_study_file_alone(tmp_path):
     assert not _one_run(study('seeds = [0, 1]\n' + one))
     assert not _one_run(study("not toml ["))
     assert not _one_run(tmp_path / "missing.toml") and not _one_run(None)  # the default study has several runs
+
+
+def test_the_command_exits_with_its_status_and_all_its_output(tmp_path):
+    """``python -m poslab`` (the console script's entry) ends without the interpreter's teardown: every line is
+    still printed, the exit status is the command's, and a closed pipe ends it quietly with 141."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "poslab", "encodings"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.rstrip().endswith(")") and "sinusoidal" in done.stdout
+    assert len(done.stdout.splitlines()) > 20 and not done.stderr
+    done = subprocess.run([sys.executable, "-m", "poslab", "run", str(tmp_path / "none.toml")], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "no study file" in done.stderr
+    reader = subprocess.Popen([sys.executable, "-m", "poslab", "encodings"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    reader.stdout.close()  # the reader has gone before the first line: `poslab encodings | true`
+    assert reader.wait(timeout=60) == 141
+    assert reader.stderr.read() == b""  # no "internal error", no "Exception ignored"

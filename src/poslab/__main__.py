@@ -1,6 +1,6 @@
 """``python -m poslab ...``: the ``poslab`` command line (:mod:`poslab.cli`)."""
 
-from .cli import main
+from .cli import entry
 
 if __name__ == "__main__":
-    main(prog_name="poslab")
+    entry()

@@ -66,9 +66,9 @@ if os.environ.get("POSLAB_FAULT_SLOW_FIGURE"):
 if __name__ == "__main__":
     import signal
 
-    from poslab.cli import main
+    from poslab.cli import entry
 
     # Ctrl-C as from a terminal, even when the test session runs as a background job (which ignores SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv[0] = "poslab"
-    main()
+    entry()  # as the console script does
