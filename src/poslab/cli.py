@@ -210,6 +210,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
     except (StudyError, ResourceError, ResultsExistError, OSError) as exc:
         raise BadInput(str(exc)) from None
     started = time.perf_counter()
+    threading.Thread(target=_import_figures, name="poslab-import-figures", daemon=True).start()
     click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
     try:
         progress = Progress(progress)  # on stderr; results and the summary go to stdout
@@ -246,6 +247,17 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
                         f"(see {out / 'manifest.json'}, failed_figures)")
     if problems:
         raise click.ClickException("; ".join(problems))
+
+
+def _import_figures() -> None:
+    """Import the figures (matplotlib, ~0.5 s) while the analysis runs: the runs are in worker processes, or in a
+    thread that mostly waits on numpy (which lets go of the GIL). A failure is left for the figures to report."""
+    try:
+        from .study.results import _load_plots
+
+        _load_plots()
+    except Exception:
+        pass
 
 
 def _one_run(study) -> bool:

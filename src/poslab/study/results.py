@@ -27,8 +27,6 @@ import pandas as pd
 
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
-from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
-from ..plots.core import FORMATS, PRINT_DPI, FigureLimitWarning, FigureSettings, print_figure
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
@@ -37,7 +35,32 @@ from .runner import TABLES, StudyResult
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
            "FIGURES"]
 
-FIGURES = tuple(f"{PurePath(name).stem}.{fmt}" for name in STUDY_FIGURES for fmt in FORMATS)
+#: The figures' names (poslab.plots: matplotlib), bound by :func:`_load_plots` on first use; ``FIGURES``: every
+#: study figure's file name in every format.
+_PLOT_NAMES = ("FIGURE_TABLES", "STUDY_FIGURES", "save_figure", "FORMATS", "PRINT_DPI", "FigureLimitWarning",
+               "FigureSettings", "print_figure", "FIGURES")
+_plots_loaded = False
+
+
+def _load_plots() -> None:
+    """Import the figures (poslab.plots and matplotlib, ~0.5 s) on first use, not with this module: ``poslab run``
+    imports them in a thread while the analysis runs (:func:`poslab.cli.run`), off the path to the first result."""
+    global _plots_loaded, FIGURE_TABLES, STUDY_FIGURES, save_figure, FORMATS, PRINT_DPI, FigureLimitWarning
+    global FigureSettings, print_figure, FIGURES
+    if _plots_loaded:
+        return
+    from ..plots import FIGURE_TABLES, STUDY_FIGURES, save_figure
+    from ..plots.core import FORMATS, PRINT_DPI, FigureLimitWarning, FigureSettings, print_figure
+
+    FIGURES = tuple(f"{PurePath(name).stem}.{fmt}" for name in STUDY_FIGURES for fmt in FORMATS)
+    _plots_loaded = True
+
+
+def __getattr__(name):
+    if name in _PLOT_NAMES:
+        _load_plots()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 #: Prefix of a file being rewritten in place (``poslab plot``): written under this name, then renamed.
 _FILE_TMP = ".poslab-tmp-"
 _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetensors", "click", "tqdm")
@@ -95,7 +118,10 @@ def _is_results_folder(folder: Path) -> bool:
     if not (isinstance(meta, dict) and {"study", "versions", "tables"} <= set(meta)):
         return False
     listed = [str(n) for n in (meta.get("tables") or []) + (meta.get("figures") or []) if isinstance(n, str)]
-    known = {f"{t}.csv" for t in TABLES} | set(FIGURES) | set(listed) | {"manifest.json"}
+    known = {f"{t}.csv" for t in TABLES} | set(listed) | {"manifest.json"}
+    if not names <= known | {f"{_FILE_TMP}{n}" for n in known}:  # a figure the manifest does not list
+        _load_plots()
+        known |= set(FIGURES)
     known |= {f"{_FILE_TMP}{n}" for n in known}  # a `poslab plot` killed while writing one file
     return names <= known
 
@@ -173,6 +199,7 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
     The progress counts drawn figures out of those whose tables have rows
     (:data:`~poslab.plots.FIGURE_TABLES`): ``figures: 5/5``, or ``4/5`` when one failed.
     """
+    _load_plots()
     progress = progress if progress is not None else Progress(False)
     with progress.task("figures", total=len(drawable(tables)), unit="figures") as task:
         return _draw_figures(tables, Path(folder), title, failed, left_out, task, settings or FigureSettings(), stop,
@@ -181,12 +208,14 @@ def write_figures(tables: dict[str, pd.DataFrame], folder, *, title: str | None 
 
 def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
     """The study figures whose tables are all there with rows (the others draw nothing: :func:`study_figure`)."""
+    _load_plots()
     return [name for name, needs in FIGURE_TABLES.items()
             if all(tables.get(t) is not None and len(tables[t]) for t in needs)]
 
 
 def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings,
                   stop: threading.Event | None = None, worker: _FigureWorker | None = None) -> list[Path]:
+    _load_plots()
     expected = set(drawable(tables))
     drawn_by: dict[str, list[Path] | None] = {}  # file name -> its written paths, None: nothing to draw, []: failed
 
@@ -237,6 +266,7 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
 def _replay(report: dict, folder: Path, failed, left_out) -> list[Path] | None:
     """A figure the worker drew, as if drawn here: its warnings given again, its failure and "left out" note
     recorded; its written paths (None: nothing to draw; []: it failed)."""
+    _load_plots()
     categories = {c.__name__: c for c in (FigureFailedWarning, FigureLimitWarning, UserWarning, RuntimeWarning,
                                           FutureWarning, DeprecationWarning)}
     for category, message in report["warnings"]:
@@ -264,6 +294,7 @@ class _FigureWorker:
     """
 
     def __init__(self, tables, folder: Path, title, settings: FigureSettings):
+        _load_plots()
         self.names = list(STUDY_FIGURES)
         todo_r, todo_w = os.pipe()
         os.write(todo_w, bytes(range(len(self.names))))
@@ -351,6 +382,7 @@ class _FigureWorker:
         work keeping at most CPUs - 1.5 of them busy now, :func:`_busy_cpus`: on a machine already busy the
         worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
         and the caller is the main thread (the worker dies with the thread that forked it)."""
+        _load_plots()
         if not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
                 and threading.current_thread() is threading.main_thread() and len(drawable(tables)) >= 2
                 and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
@@ -392,6 +424,7 @@ def _die_with_parent() -> None:
 def _work(names, todo: int, done: int, tables, folder: Path, title, settings, parent: int) -> None:
     """The figure worker's loop: take a figure, draw it, report it; until none is left or this process's parent
     has gone."""
+    _load_plots()
     while os.getppid() == parent:
         try:
             byte = os.read(todo, 1)
@@ -475,6 +508,7 @@ class _Drawing:
 
 def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, settings) -> list[Path] | None:
     """Draw one figure into its files; the written paths, None when it has nothing to draw, [] when it failed."""
+    _load_plots()
     import matplotlib
 
     paths = [folder / f"{PurePath(filename).stem}.{fmt}" for fmt in settings.formats]
@@ -578,6 +612,7 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
         ``out`` exists and ``overwrite`` is False, or it is not a poslab
         results folder (see :func:`check_writable`). Nothing is written.
     """
+    _load_plots()
     out = check_writable(out, overwrite=overwrite)
     tables = result.tables()
     progress = progress if progress is not None else Progress(False)
@@ -636,6 +671,7 @@ def read_manifest(folder) -> dict:
 def figure_settings(meta: dict, where: str = "manifest.json") -> FigureSettings:
     """The ``[figures]`` settings a results folder was drawn with (its manifest's ``figure_settings``; the defaults
     for a folder written before they were recorded). Raises ValueError naming the bad value."""
+    _load_plots()
     from .spec import parse_figures
 
     raw = meta.get("figure_settings")
@@ -649,6 +685,7 @@ def figure_settings(meta: dict, where: str = "manifest.json") -> FigureSettings:
 
 def record_figures(folder, figures: list[str], failed: dict[str, str], left_out: dict[str, str] | None = None) -> None:
     """Rewrite the ``figures``, ``failed_figures`` and ``figures_left_out`` entries of manifest.json atomically."""
+    _load_plots()
     path = Path(folder) / "manifest.json"
     meta = read_manifest(folder)
     meta["figures"], meta["failed_figures"], meta["figures_left_out"] = list(figures), dict(failed), dict(left_out or {})
@@ -677,6 +714,7 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         manifest.json is broken, or a table cannot be parsed, lacks its key
         columns or holds text where numbers belong.
     """
+    _load_plots()
     folder = Path(folder)
     listed = read_manifest(folder).get("tables") or []
     extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES]
