@@ -145,3 +145,20 @@ def test_an_error_or_ctrl_c_here_kills_the_worker_at_once(result, tmp_path, monk
     with pytest.raises(ProcessLookupError):
         os.kill(worker.pid, 0)  # reaped: no process left
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_a_figure_abandoned_with_its_folder_is_not_warned_about(result, tmp_path):
+    """After an error or Ctrl-C the drawing thread may finish a figure into the removed temporary folder: that
+    failure is not warned about (it would surface in whatever code runs by then), unless the drawing goes on."""
+    import warnings
+
+    def fails(tables, title):
+        raise FileNotFoundError("the temporary folder is gone")
+
+    args = ("decay_curves.png", fails, result.frames, tmp_path, None, {}, {}, res.FigureSettings())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert res._draw_figure(*args, abandoned=lambda: True) == []
+    assert not caught
+    with pytest.warns(res.FigureFailedWarning, match="could not be drawn"):
+        assert res._draw_figure(*args) == []

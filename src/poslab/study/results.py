@@ -228,7 +228,7 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
     def draw_here(filename):
         with task.item(filename) as item:
             account(item, filename, _draw_figure(filename, STUDY_FIGURES[filename], tables, folder, title, failed,
-                                                 left_out, settings))
+                                                 left_out, settings, abandoned=stopped))
 
     def drawn_there(reports):  # the figures the worker has drawn meanwhile
         for report in reports:
@@ -506,8 +506,12 @@ class _Drawing:
             self.thread.join()
 
 
-def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, settings) -> list[Path] | None:
-    """Draw one figure into its files; the written paths, None when it has nothing to draw, [] when it failed."""
+def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, settings,
+                 abandoned=lambda: False) -> list[Path] | None:
+    """Draw one figure into its files; the written paths, None when it has nothing to draw, [] when it failed.
+
+    ``abandoned()`` true once the drawing was stopped (an error or Ctrl-C while the tables were written, and the
+    temporary folder removed): a figure that then fails is not warned about, in whatever code runs by then."""
     _load_plots()
     import matplotlib
 
@@ -536,6 +540,8 @@ def _draw_figure(filename, draw, tables, folder: Path, title, failed, left_out, 
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
         message = f"{type(exc).__name__}: {exc}"
+        if abandoned():
+            return []
         if failed is not None:
             failed[filename] = message
         warnings.warn(f"figure {filename} could not be drawn ({message}); the tables are written. "
