@@ -38,8 +38,9 @@ COMMANDS = {
     "poslab inspect gpt2": [POSLAB, "inspect", "gpt2"],
 }
 HEAVY = ("matplotlib", "seaborn", "pandas", "scipy.stats", "scipy.optimize")
-COUNT = ("import runpy, sys; sys.argv = ['poslab', *sys.argv[1:]]\n"
-         "try: runpy.run_module('poslab', run_name='__main__')\n"
+# the command's click group itself (poslab.cli.entry would end the process before the count is printed)
+COUNT = ("import sys\nfrom poslab.cli import main\n"
+         "try: main(sys.argv[1:], prog_name='poslab')\n"
          "except SystemExit: pass\n"
          f"print(sum(any(m == h or m.startswith(h + '.') for h in {HEAVY!r}) for m in sys.modules), file=sys.stderr)")
 
