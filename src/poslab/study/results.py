@@ -27,6 +27,7 @@ import pandas as pd
 
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
+from .._threads import usable_cpus
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
@@ -215,7 +216,6 @@ def drawable(tables: dict[str, pd.DataFrame]) -> list[str]:
 
 def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings: FigureSettings,
                   stop: threading.Event | None = None, worker: _FigureWorker | None = None) -> list[Path]:
-    _load_plots()
     expected = set(drawable(tables))
     drawn_by: dict[str, list[Path] | None] = {}  # file name -> its written paths, None: nothing to draw, []: failed
 
@@ -266,7 +266,6 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
 def _replay(report: dict, folder: Path, failed, left_out) -> list[Path] | None:
     """A figure the worker drew, as if drawn here: its warnings given again, its failure and "left out" note
     recorded; its written paths (None: nothing to draw; []: it failed)."""
-    _load_plots()
     categories = {c.__name__: c for c in (FigureFailedWarning, FigureLimitWarning, UserWarning, RuntimeWarning,
                                           FutureWarning, DeprecationWarning)}
     for category, message in report["warnings"]:
@@ -294,7 +293,6 @@ class _FigureWorker:
     """
 
     def __init__(self, tables, folder: Path, title, settings: FigureSettings):
-        _load_plots()
         self.names = list(STUDY_FIGURES)
         todo_r, todo_w = os.pipe()
         os.write(todo_w, bytes(range(len(self.names))))
@@ -382,12 +380,10 @@ class _FigureWorker:
         work keeping at most CPUs - 1.5 of them busy now, :func:`_busy_cpus`: on a machine already busy the
         worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
         and the caller is the main thread (the worker dies with the thread that forked it)."""
-        _load_plots()
-        if not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity")
-                and threading.current_thread() is threading.main_thread() and len(drawable(tables)) >= 2
-                and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
+        if not (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
+                and len(drawable(tables)) >= 2 and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
             return False
-        cpus = len(os.sched_getaffinity(0))
+        cpus = usable_cpus()
         return cpus >= 2 and _busy_cpus() <= cpus - 1.5
 
 
@@ -424,7 +420,6 @@ def _die_with_parent() -> None:
 def _work(names, todo: int, done: int, tables, folder: Path, title, settings, parent: int) -> None:
     """The figure worker's loop: take a figure, draw it, report it; until none is left or this process's parent
     has gone."""
-    _load_plots()
     while os.getppid() == parent:
         try:
             byte = os.read(todo, 1)
@@ -691,7 +686,6 @@ def figure_settings(meta: dict, where: str = "manifest.json") -> FigureSettings:
 
 def record_figures(folder, figures: list[str], failed: dict[str, str], left_out: dict[str, str] | None = None) -> None:
     """Rewrite the ``figures``, ``failed_figures`` and ``figures_left_out`` entries of manifest.json atomically."""
-    _load_plots()
     path = Path(folder) / "manifest.json"
     meta = read_manifest(folder)
     meta["figures"], meta["failed_figures"], meta["figures_left_out"] = list(figures), dict(failed), dict(left_out or {})
@@ -720,12 +714,12 @@ def read_results(folder) -> dict[str, pd.DataFrame]:
         manifest.json is broken, or a table cannot be parsed, lacks its key
         columns or holds text where numbers belong.
     """
-    _load_plots()
     folder = Path(folder)
     listed = read_manifest(folder).get("tables") or []
     extra = [Path(n).stem for n in listed if isinstance(n, str) and n.endswith(".csv") and Path(n).stem not in TABLES]
     missing = [name for name in (*TABLES, *extra) if not (folder / f"{name}.csv").is_file()]
     if missing:  # every table the study wrote, whichever figure reads it: one rule (README, poslab plot)
+        _load_plots()  # to name the figures drawn from each
         def lacks(name):
             figures = [f for f, needs in FIGURE_TABLES.items() if name in needs]
             return f"{name}.csv" + (f" ({', '.join(figures)} {'is' if len(figures) == 1 else 'are'} drawn from it)"
