@@ -250,9 +250,12 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
 
 
 def _import_figures() -> None:
-    """Import the figures (matplotlib, ~0.5 s) while the analysis runs: the runs are in worker processes, or in a
-    thread that mostly waits on numpy (which lets go of the GIL). A failure is left for the figures to report."""
+    """Import the fits' optimiser (scipy.optimize, ~0.1 s) and the figures (matplotlib, ~0.5 s) while the analysis
+    runs: the runs are in worker processes, or in a thread that mostly waits on numpy (which lets go of the GIL).
+    A failure is left for the fits or the figures to report."""
     try:
+        import scipy.optimize  # noqa: F401  (the first fit would wait for it otherwise)
+
         from .study.results import _load_plots
 
         _load_plots()

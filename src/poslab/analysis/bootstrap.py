@@ -63,7 +63,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy import fft, optimize, special
+import scipy  # scipy.optimize (~0.1 s) loads on its first use: poslab run imports it beside the analysis
+from scipy import fft, special
 
 from .._threads import analysis_threads
 from .bands import first_crossings
@@ -712,10 +713,10 @@ def _refit_points(fits: DecayFits, y_all, n_all, progress=None) -> tuple[np.ndar
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                popt, _ = optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
+                popt, _ = scipy.optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
                                              absolute_sigma=False, method="lm", maxfev=MAXFEV)
                 if np.any((popt < lower) | (popt > upper)):  # left the model: redo within the bounds
-                    popt, _ = optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
+                    popt, _ = scipy.optimize.curve_fit(model.function, d_fit[use], y[use], p0=p0, sigma=sigma,
                                                  absolute_sigma=False, bounds=(lower, upper), method="trf",
                                                  x_scale="jac", maxfev=MAXFEV)
                 length = model.decay_length(popt, start)

@@ -158,7 +158,8 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import fft, optimize, special
+import scipy  # scipy.optimize (~0.1 s) loads on its first use: poslab run imports it beside the analysis
+from scipy import fft, special
 
 __all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
            "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS", "fit_range_end",
@@ -388,7 +389,7 @@ def _damped_cosine_length(p, start: float = 0.0) -> float:
     if not start < quarter:
         return math.nan
     target = g(start) / math.e
-    root = optimize.brentq(lambda d: g(d) - target, start, quarter, xtol=1e-12 * max(quarter, 1.0))
+    root = scipy.optimize.brentq(lambda d: g(d) - target, start, quarter, xtol=1e-12 * max(quarter, 1.0))
     return float(root - start)
 
 
@@ -1167,7 +1168,7 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
         p0 = np.clip(np.asarray(model.guess(d, y), dtype=float), lower + margin, upper - margin)
         with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
             warnings.simplefilter("always")
-            popt, pcov = optimize.curve_fit(
+            popt, pcov = scipy.optimize.curve_fit(
                 model.function, d, y, p0=p0, sigma=sigma,
                 absolute_sigma=False, bounds=(lower, upper), method="trf", x_scale="jac", maxfev=maxfev)
             resid = y - model.function(d, *popt)
@@ -1197,7 +1198,7 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
     r2 = float(1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2))
     dw = float(np.sum(np.diff(resid) ** 2) / np.sum(resid**2)) if np.any(resid) else math.nan
     misfit, p_value, ratio = gate.misfit(d, y, resid, jac, w) if gate.test != "none" else (math.nan,) * 3
-    if any(issubclass(w.category, optimize.OptimizeWarning) for w in caught) or bad:
+    if any(issubclass(w.category, scipy.optimize.OptimizeWarning) for w in caught) or bad:
         why = f"the standard error of {', '.join(bad)} is" if bad else "the covariance is"
         problem = "not_identifiable", (f"{why} zero, not finite or wider than the allowed range: "
                                        "the data do not determine the parameters")
