@@ -65,13 +65,16 @@ the row-wise min-max scaled |A_i,i−m − A_i,i+m|).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
+from .._threads import analysis_threads
 from .profile import _STD_ANCHORS, _STD_SEED, SimilarityProfile, _stratified_anchors
 from .similarity import UnitRows
 
@@ -167,24 +170,69 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     u, valid = units.vectors, units.valid
     n = len(u)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
+    parts = _threaded_map(lambda part: _block_monotonicity(*part), _forward_strips(u, valid, anchors, max_distance),
+                          analysis_threads())
+    rhos = [rho for rho, _, _ in parts]
+    return _pooled_monotonicity(rhos, sum(v for _, v, _ in parts), sum(p for _, _, p in parts))
+
+
+def _forward_strips(u, valid, anchors, max_distance):
+    """(S[x, x + k] clipped to [−1, 1], valid) for k = 1..max_distance, rows x of consecutive anchors, lazily.
+
+    The products are those of :func:`_forward_blocks` (their entries do not depend on how a block is cut up
+    afterwards); each block's rows are then yielded in runs whose valid spans (up to the last valid entry)
+    differ by at most 1/8 (or :data:`_SORT_WIDTH` entries), at most ~2^20 entries a run unless one row is longer,
+    so a run sorts few invalid entries."""
+    n = len(u)
     ahead = np.zeros((1, n + max_distance + 1), dtype=bool)  # valid positions; none past the table's end
     ahead[0, :n] = valid
-    rhos, violations, pairs = [], 0, 0
     for rows in _forward_blocks(anchors, max_distance):
         c0, c1 = int(rows[0]), min(n, int(rows[-1]) + max_distance + 1)
         ok = valid[rows, None] & _band(ahead, rows + 1, max_distance, same_row=True)
-        block = u[rows] @ u[c0:c1].T  # forward strip of S: rows × (c1 - c0) entries
-        strip = _band(block, rows + 1 - c0, max_distance)  # S[x, x + k], k = 1..max_distance (past c1: not ok)
-        rho, v, p = _block_monotonicity(np.clip(strip, -1.0, 1.0), ok)
-        rhos.append(rho)
-        violations, pairs = violations + v, pairs + p
-    return _pooled_monotonicity(rhos, violations, pairs)
+        # forward strip of S: rows × (c1 - c0) entries, followed by the zeros the last rows' bands run into
+        room = np.empty(rows.size * (c1 - c0) + max(0, int(rows[-1] - rows[0]) + 1 + max_distance - (c1 - c0)))
+        block = room[:rows.size * (c1 - c0)].reshape(rows.size, c1 - c0)
+        np.matmul(u[rows], u[c0:c1].T, out=block)
+        np.clip(block, -1.0, 1.0, out=block)
+        room[block.size:] = 0.0
+        strip = _band(block, rows + 1 - c0, max_distance, room)  # S[x, x + k], k = 1..max_distance (past c1: not ok)
+        last = np.where(ok.any(axis=1), max_distance - np.argmax(ok[:, ::-1], axis=1), 0).tolist()
+        start = 0
+        while start < len(last):
+            stop, low, high = start + 1, last[start], last[start]
+            while stop < len(last):
+                lo, hi = min(low, last[stop]), max(high, last[stop])
+                if hi - lo > max(hi // 8, _SORT_WIDTH) or (stop + 1 - start) * hi > 2**20:
+                    break
+                low, high, stop = lo, hi, stop + 1
+            yield strip[start:stop, :max(high, 1)], ok[start:stop, :max(high, 1)]
+            start = stop
 
 
-def _band(a: np.ndarray, starts: np.ndarray, width: int, same_row: bool = False) -> np.ndarray:
+def _threaded_map(function, items, threads: int) -> list:
+    """``[function(item) for item in items]`` in ``threads`` threads (numpy's sorts and ufuncs release the GIL).
+
+    Items are drawn from the iterable as results are taken, at most 2 · threads ahead, so a lazy iterable's items
+    are not all held at once."""
+    if threads <= 1:
+        return [function(item) for item in items]
+    results, pending = [], collections.deque()
+    with ThreadPoolExecutor(threads) as pool:
+        for item in items:
+            if len(pending) >= 2 * threads:
+                results.append(pending.popleft().result())
+            pending.append(pool.submit(function, item))
+        results.extend(future.result() for future in pending)
+    return results
+
+
+def _band(a: np.ndarray, starts: np.ndarray, width: int, room: np.ndarray | None = None,
+          same_row: bool = False) -> np.ndarray:
     """``a[r, starts[r]:starts[r] + width]`` for every r (``a[0, ...]`` for every r when ``same_row``), shape
     (starts.size, width): a strided view when the starts step evenly, else a copy. Entries past the end of a's
-    row come from the next row or are zero: the caller masks them."""
+    row come from the next row or are zero: the caller masks them. ``room``: a 1-D array that begins with a's
+    entries (a = room[:a.size].reshape(a.shape)) and goes on with zeros; entries past a's end are read from it
+    (else from a zero-padded copy of a)."""
     rows, cols = a.shape
     step = np.unique(np.diff(starts))
     if not a.flags.c_contiguous or step.size > 1 or np.any(step < 0) or (starts.size and starts[0] < 0):
@@ -193,7 +241,7 @@ def _band(a: np.ndarray, starts: np.ndarray, width: int, same_row: bool = False)
     step = int(step[0]) if step.size else 0
     stride = step if same_row else cols + step
     end = (starts.size - 1) * stride + int(starts[0]) + width if starts.size else 0
-    flat = a.reshape(-1)
+    flat = a.reshape(-1) if room is None else room
     if end > flat.size:
         flat = np.concatenate([flat, np.zeros(end - flat.size, dtype=a.dtype)])
     return np.lib.stride_tricks.as_strided(flat[int(starts[0]) if starts.size else 0:], (starts.size, width),
@@ -231,12 +279,15 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     if span == 0:
         return np.array([]), 0, 0
     okc = ok[:, :span]
-    order, ordered = _stable_order(np.where(okc, q[:, :span], np.inf))
+    qc = q[:, :span]
+    order = _stable_order(qc, okc)
     index = np.arange(span)
     # the distances in value order, the invalid entries (last) replaced by ones above every valid distance
     distances = np.where(index[None, :] < count[:, None], order, span + index)
     # Spearman's rho of each row
-    flat_row = ordered[np.arange(rows), np.maximum(count - 1, 0)] == ordered[:, 0]
+    row = np.arange(rows)
+    with np.errstate(invalid="ignore"):
+        flat_row = qc[row, order[row, np.maximum(count - 1, 0)]] == qc[row, order[:, 0]]
     c = count.astype(np.int64)
     rho = np.full(rows, np.nan)
     # integer sums while Σ_a (a + 1)(distance + 1) over the span fits in int64 (span <= 2^20: < 2^61)
@@ -274,19 +325,50 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     return rho, violations, pairs
 
 
-def _stable_order(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.argsort(v, axis=1, kind="stable")`` and the sorted rows; finite ties ordered by position.
+def _stable_order(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The valid entries of each row of ``q`` in value order, ties in position order, then the invalid ones:
+    ``np.argsort(np.where(ok, q, inf), axis=1, kind="stable")`` up to the order among infinite entries.
 
-    Rows are sorted by numpy's (vectorised) quicksort; the rows where that can differ from the stable order
-    (equal finite values, or NaN) are sorted again stably. Infinite entries (invalid) may come in any order.
+    Rows up to 2^16 entries sort one int64 key per entry: the float's bits mapped to an integer of the same order,
+    its lowest b = ⌈log₂ w⌉ bits replaced by the entry's column, so a plain (vectorised) sort of the keys gives the
+    order and carries the columns along; an invalid entry gets a key above every float's, 2^(b + 1) apart from the
+    next invalid one. Two neighbours in key order whose keys differ by less than 2^(b + 1) (equal values, −0.0 and
+    0.0, values within ~2^−35 relative of each other: rare, or an infinite valid entry) may be out of order: their
+    rows, and rows with NaN, are redone exactly, as longer rows are (:func:`_argsort_ties_by_position`).
     """
+    rows, w = q.shape
+    bits = max(1, (w - 1).bit_length())
+    if q.dtype != np.float64 or bits > 16 or rows == 0:
+        return _argsort_ties_by_position(np.where(ok, q, np.inf))
+    raw = q.view(np.int64)
+    key = raw >> 63  # 0 or -1
+    key &= np.int64(0x7FFF_FFFF_FFFF_FFFF)
+    key ^= raw  # negative floats: their magnitude bits flipped; increasing with the float
+    low = np.int64((1 << bits) - 1)
+    key &= ~low
+    column = np.arange(w, dtype=np.int64)
+    key |= column
+    inf = np.int64(0x7FF0_0000_0000_0000)  # +inf's bits: above every finite float's
+    np.copyto(key, inf + (column << (bits + 1)) + column, where=~ok)
+    key.sort(axis=1)
+    near = np.diff(key, axis=1) < (1 << (bits + 1))
+    redo = near.any(axis=1) | np.isnan(np.max(q, axis=1, where=ok, initial=-np.inf))
+    order = key & low
+    if redo.any():
+        order[redo] = _argsort_ties_by_position(np.where(ok[redo], q[redo], np.inf))
+    return order
+
+
+def _argsort_ties_by_position(v: np.ndarray) -> np.ndarray:
+    """:func:`_stable_order` by numpy's quicksort argsort, rows with equal finite values or NaN sorted again stably."""
     order = np.argsort(v, axis=1)
-    ordered = np.sort(v, axis=1)
-    with np.errstate(invalid="ignore"):  # inf - inf is NaN: not a tie
-        redo = np.any(np.diff(ordered, axis=1) == 0, axis=1) | np.isnan(ordered[:, -1])
+    ordered = np.take_along_axis(v, order, axis=1)
+    tie = ordered[:, 1:] == ordered[:, :-1]
+    tie &= np.isfinite(ordered[:, 1:])  # equal infinities (invalid entries) are not a tie
+    redo = tie.any(axis=1) | np.isnan(ordered[:, -1])
     if redo.any():
         order[redo] = np.argsort(v[redo], axis=1, kind="stable")
-    return order, ordered
+    return order
 
 
 def _count_inversions(x: np.ndarray) -> int:
@@ -296,16 +378,23 @@ def _count_inversions(x: np.ndarray) -> int:
     s entries pairwise: each entry is packed into one integer as (pair of
     blocks, value, half) and the rows of the packed array are sorted (numpy's
     vectorised sort; the bottom levels sort several pairs per row, at least
-    :data:`_SORT_WIDTH` entries). In a merged pair a left entry at place p
-    has p − (its rank among the left entries) right entries before it, all
-    strictly below it (a tie puts the left entry first), so the level adds
-    Σ_left p − s(s − 1)/2 per pair. O(n log² n) comparisons in the sort,
-    O(n log n) elsewhere.
+    :data:`_SORT_WIDTH` entries). In a merged pair of a left and b right
+    entries a left entry at place p has p − (its rank among the left entries)
+    right entries before it, all strictly below it (a tie puts the left entry
+    first), so the level adds Σ_left p − a(a − 1)/2 = (a + b)(a + b − 1)/2 −
+    Σ_right p − a(a − 1)/2 per pair. Rows are padded (with a value above every
+    entry, placed after them: in no inversion) to a multiple of a power of two
+    at least w / 16, not to the next power of two; only the last pair of a
+    row can then be short. O(n log² n) comparisons in the sort, O(n log n)
+    elsewhere.
     """
     rows, w = x.shape
     if rows == 0 or w < 2:
         return 0
-    size = 1 << (w - 1).bit_length()
+    unit = 1 << (w - 1).bit_length()  # rows up to _SORT_WIDTH: the next power of two
+    if w > _SORT_WIDTH:
+        unit = max(_SORT_WIDTH, 1 << max(0, (w // 16).bit_length() - 1) + 1)
+    size = -(-w // unit) * unit
     top = int(x.max()) + 1  # the padding: above every entry and after them, so in no inversion
     shift = top.bit_length() + 1  # value bits and the half bit
     dtype = np.int32 if shift + (_SORT_WIDTH // 2).bit_length() <= 31 else np.int64
@@ -317,7 +406,8 @@ def _count_inversions(x: np.ndarray) -> int:
     total = 0
     s = 1
     while s < size:
-        width = min(size, max(2 * s, _SORT_WIDTH))
+        width = max(2 * s, _SORT_WIDTH)
+        width = width if size % width == 0 else size  # whole rows once 2s no longer divides them
         place = np.arange(width)
         block = flat.reshape(-1, width)
         np.bitwise_and(block, (1 << shift) - 2, out=block)  # the value
@@ -326,8 +416,11 @@ def _count_inversions(x: np.ndarray) -> int:
         np.bitwise_and(flat, 1, out=half)  # 1: a right entry
         weight = (place % (2 * s)).astype(np.int64 if width * s >= 2**31 else dtype)
         right = int(np.einsum("ij,j->i", half.reshape(-1, width), weight).sum(dtype=np.int64))
-        n_pairs = flat.size // (2 * s)
-        total += n_pairs * s * (2 * s - 1) - right - n_pairs * (s * (s - 1) // 2)
+        # per block of `width` entries: full pairs of s + s entries, and a last pair of a + b = width mod 2s
+        full, rest = divmod(width, 2 * s)
+        a = min(s, rest)
+        per_block = full * (s * (2 * s - 1) - s * (s - 1) // 2) + rest * (rest - 1) // 2 - a * (a - 1) // 2
+        total += (flat.size // width) * per_block - right
         s *= 2
     return total
 
