@@ -66,6 +66,7 @@ the row-wise min-max scaled |A_i,i−m − A_i,i+m|).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -170,8 +171,14 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     u, valid = units.vectors, units.valid
     n = len(u)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
-    parts = _threaded_map(lambda part: _block_monotonicity(*part), _forward_strips(u, valid, anchors, max_distance),
-                          analysis_threads())
+    from threadpoolctl import threadpool_limits
+
+    threads = analysis_threads()
+    # the ranking threads take the CPUs: the products in one BLAS thread (OpenBLAS's idle threads spin, taking
+    # a CPU from them)
+    with threadpool_limits(1, user_api="blas") if threads > 1 else contextlib.nullcontext():
+        parts = _threaded_map(lambda part: _block_monotonicity(*part),
+                              _forward_strips(u, valid, anchors, max_distance), threads)
     rhos = [rho for rho, _, _ in parts]
     return _pooled_monotonicity(rhos, sum(v for _, v, _ in parts), sum(p for _, _, p in parts))
 
@@ -729,7 +736,7 @@ def _transform_text(tau: float, reach: int) -> str:
 
 def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors: int = MAX_ANCHORS,
                      max_entries: int = MAX_ENTRIES, tau: float = LOCALITY_TAU,
-                     reach: int = LOCALITY_REACH) -> Properties:
+                     reach: int = LOCALITY_REACH, ranked: tuple[float, float] | None = None) -> Properties:
     """Every property metric of one table (see the module docstring).
 
     Parameters
@@ -742,6 +749,9 @@ def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors
         Anchor budget of the anchor-based metrics (:func:`anchor_positions`).
     tau, reach : float, int
         The attention-like transform of locality and symmetry.
+    ranked : (float, float), optional
+        (rho, discordance) of :func:`monotonicity` over the profile's max_distance and these anchors, when
+        already computed (it needs no profile: the properties stage ranks while the profile is computed).
 
     Returns
     -------
@@ -757,7 +767,7 @@ def table_properties(units: UnitRows, profile: SimilarityProfile, *, max_anchors
     n = len(units.vectors)
     anchors, step = anchor_positions(n, max_anchors, max_entries)
     max_distance = int(profile.distance[-1])
-    rho, discordance = monotonicity(units, max_distance, anchors)
+    rho, discordance = monotonicity(units, max_distance, anchors) if ranked is None else ranked
     weights, used, reach = attention_rows(units, anchors, tau=tau, reach=reach)
     values = {
         "monotonicity_discordance": discordance,

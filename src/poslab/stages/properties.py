@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
+from .._threads import analysis_threads
 from .._validation import Integer, Real
-from ..analysis.properties import LOCALITY_REACH, LOCALITY_TAU, kernel_properties, table_properties
+from ..analysis.properties import (LOCALITY_REACH, LOCALITY_TAU, anchor_positions, kernel_properties, monotonicity,
+                                   table_properties)
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
@@ -57,7 +60,14 @@ class Properties(Stage):
         if ctx.kernel is not None:  # exact, from the Toeplitz kernel: no table needed
             return Output(tables={"properties": run_kernel_properties(ctx.kernel, ctx.n_positions, ctx.max_distance,
                                                                       self.locality_tau, self.locality_reach)})
-        props = table_properties(ctx.units, ctx.profile, tau=self.locality_tau, reach=self.locality_reach)
+        units, ranked = ctx.units, None
+        with ThreadPoolExecutor(1) as pool:  # no thread until a submit
+            if analysis_threads() > 1:  # monotonicity needs no profile: ranked in a thread while the profile (this
+                # stage is the first to ask for it) is computed; numpy's sorts release the GIL
+                ranked = pool.submit(monotonicity, units, ctx.max_distance, anchor_positions(len(units.vectors))[0])
+            profile = ctx.profile
+            props = table_properties(units, profile, tau=self.locality_tau, reach=self.locality_reach,
+                                     ranked=None if ranked is None else ranked.result())
         return Output(tables={"properties": props.to_frame()})
 
 
