@@ -227,7 +227,7 @@ def test_inversion_count_equals_brute_force():
     from poslab.analysis.properties import _count_inversions
 
     rng = np.random.default_rng(12)
-    for w in (0, 1, 2, 3, 5, 8, 9, 31, 64, 100, 257, 600):
+    for w in (0, 1, 2, 3, 5, 8, 9, 31, 64, 100, 257, 600, 1500, 3071):  # rows padded to a multiple of 256, 512
         for high in (2, 7, 1000):  # many ties, some, none
             x = rng.integers(0, high, size=(int(rng.integers(1, 4)), w))
             expected = sum(int(np.count_nonzero(np.triu(row[:, None] > row[None, :], k=1))) for row in x)
@@ -311,3 +311,67 @@ def test_attention_rows_from_one_strided_einsum_equal_one_einsum_per_offset():
             logits = np.where(units.valid[used[:, None] + offsets], np.clip(logits, -1, 1) / 0.1, -np.inf)
             expected = np.exp(logits - logits.max(axis=1, keepdims=True))
             np.testing.assert_array_equal(weights, expected / expected.sum(axis=1, keepdims=True))
+
+
+def test_stable_order_by_packed_keys_equals_a_stable_argsort():
+    """_stable_order (int64 keys of value bits and column, near ties redone; long rows by argsort) is the stable
+    argsort of the valid entries, invalid ones last: with ties, -0.0 and 0.0, values an ulp apart, tiny values,
+    infinities, NaN (one with a payload in its lowest bits only), garbage in invalid entries, strided input."""
+    from poslab.analysis.properties import _stable_order
+
+    rng = np.random.default_rng(16)
+    low_nan = np.array(0x7FF0000000000001, dtype=np.int64).view(np.float64)
+    for trial in range(160):
+        rows, w = int(rng.integers(1, 4)), int(rng.integers(1, 300)) if trial % 40 else 70_000  # 2^16 and beyond
+        v = rng.normal(size=(rows, w))
+        case = trial % 8
+        if case == 0:
+            v = np.round(v, 1)
+        elif case == 1:
+            v[rng.random((rows, w)) < 0.3] = np.inf
+        elif case == 2:
+            v[rng.random((rows, w)) < 0.1] = np.nan
+        elif case == 3:
+            v[rng.random((rows, w)) < 0.3] = -np.inf
+        elif case == 4:
+            v = np.where(rng.random((rows, w)) < 0.5, 0.0, -0.0)
+        elif case == 5:
+            v = v * 1e-300
+        elif case == 6:
+            v = 1 + rng.integers(-3, 3, size=(rows, w)) * np.finfo(float).eps
+        else:
+            v[:, ::3] = low_nan
+        ok = rng.random((rows, w)) < (0.7 if trial % 2 else 1.0)
+        q = np.where(ok, v, np.nan if trial % 3 else 7.0)  # whatever the invalid entries hold
+        order = _stable_order(np.asfortranarray(q) if trial % 5 == 0 else q, ok)
+        masked = np.where(ok, v, np.inf)
+        expected = np.argsort(masked, axis=1, kind="stable")
+        for r in range(rows):
+            assert sorted(order[r]) == list(range(w))
+            # infinite entries (invalid ones among them) may come in any order among themselves
+            np.testing.assert_array_equal(masked[r][order[r]], masked[r][expected[r]])
+            finite = ~np.isinf(masked[r][expected[r]])
+            np.testing.assert_array_equal(order[r][finite], expected[r][finite])
+
+
+def test_monotonicity_in_threads_and_the_stage_overlap_give_the_single_threaded_values(monkeypatch):
+    """Runs of rows cut from each product block and ranked in two threads pool to the one-thread values bit for
+    bit; the stage's ranked=(rho, discordance), computed beside the profile, is table_properties' own."""
+    import poslab.analysis.properties as properties
+    from poslab.analysis import similarity_profile
+
+    table = np.random.default_rng(17).normal(size=(700, 16))
+    table[[5, 300]] = 0.0
+    with pytest.warns(UserWarning, match="zero or non-finite"):
+        units = unit_rows(table)
+    anchors = np.arange(700)
+    threaded = monotonicity(units, 699, anchors)
+    monkeypatch.setattr(properties, "analysis_threads", lambda: 1)
+    assert monotonicity(units, 699, anchors) == threaded
+    runs = [len(q) for q, _ in properties._forward_strips(units.vectors, units.valid, anchors, 699)]
+    assert len(runs) > 2 and sum(runs) == 700  # the blocks are cut into runs of similar span
+    with pytest.warns(UserWarning, match="zero or non-finite"):
+        profile = similarity_profile(table, max_distance=699)
+    own = table_properties(units, profile).values
+    given = table_properties(units, profile, ranked=monotonicity(units, 699, anchor_positions(700)[0])).values
+    assert own == given
