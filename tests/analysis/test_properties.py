@@ -314,15 +314,15 @@ def test_attention_rows_from_one_strided_einsum_equal_one_einsum_per_offset():
 
 
 def test_stable_order_by_packed_keys_equals_a_stable_argsort():
-    """_stable_order (int64 keys of value bits and column, near ties redone; long rows by argsort) is the stable
+    """_stable_order (int64 keys of value bits and column, runs of near neighbours sorted exactly) is the stable
     argsort of the valid entries, invalid ones last: with ties, -0.0 and 0.0, values an ulp apart, tiny values,
-    infinities, NaN (one with a payload in its lowest bits only), garbage in invalid entries, strided input."""
+    infinities, NaN (one with a payload in its lowest bits only), garbage in invalid entries, Fortran order."""
     from poslab.analysis.properties import _stable_order
 
     rng = np.random.default_rng(16)
     low_nan = np.array(0x7FF0000000000001, dtype=np.int64).view(np.float64)
     for trial in range(160):
-        rows, w = int(rng.integers(1, 4)), int(rng.integers(1, 300)) if trial % 40 else 70_000  # 2^16 and beyond
+        rows, w = int(rng.integers(1, 4)), int(rng.integers(1, 300)) if trial % 40 else 70_000  # 17 column bits
         v = rng.normal(size=(rows, w))
         case = trial % 8
         if case == 0:
