@@ -365,9 +365,25 @@ def test_monotonicity_in_threads_and_the_stage_overlap_give_the_single_threaded_
     with pytest.warns(UserWarning, match="zero or non-finite"):
         units = unit_rows(table)
     anchors = np.arange(700)
-    threaded = monotonicity(units, 699, anchors)
-    monkeypatch.setattr(properties, "analysis_threads", lambda: 1)
-    assert monotonicity(units, 699, anchors) == threaded
+
+    def whole_blocks():  # each product block ranked whole, in one thread: the values before the runs
+        ahead = np.zeros((1, 1400), dtype=bool)
+        ahead[0, :700] = units.valid
+        parts = []
+        for rows in properties._forward_blocks(anchors, 699):
+            block = np.clip(units.vectors[rows] @ units.vectors[rows[0]:].T, -1.0, 1.0)
+            ok = units.valid[rows, None] & properties._band(ahead, rows + 1, 699, same_row=True)
+            parts.append(properties._block_monotonicity(properties._band(block, rows + 1 - rows[0], 699), ok))
+        return properties._pooled_monotonicity([p[0] for p in parts], sum(p[1] for p in parts),
+                                               sum(p[2] for p in parts))
+
+    for exact_rho in (properties._EXACT_RHO, 0):  # Spearman's sums in integers, and in floating point
+        monkeypatch.setattr(properties, "_EXACT_RHO", exact_rho)
+        threaded = monotonicity(units, 699, anchors)
+        assert threaded == whole_blocks()
+        monkeypatch.setattr(properties, "analysis_threads", lambda: 1)
+        assert monotonicity(units, 699, anchors) == threaded
+        monkeypatch.undo()
     runs = [len(q) for q, _ in properties._forward_strips(units.vectors, units.valid, anchors, 699)]
     assert len(runs) > 2 and sum(runs) == 700  # the blocks are cut into runs of similar span
     with pytest.warns(UserWarning, match="zero or non-finite"):
