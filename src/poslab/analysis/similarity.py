@@ -96,8 +96,11 @@ def unit_rows(table, *, center: bool = False, invalid: str = "exclude") -> UnitR
         if invalid == "raise" or not valid.any():
             raise ValueError(f"{what}; cosine similarity is undefined for them. Drop or fix those rows")
         warnings.warn(f"{what}; their pairs are excluded from every mean", InvalidPositionsWarning, stacklevel=3)
-    vectors = np.zeros_like(x)  # one pass, no fancy-index copies: ~2x the table's memory instead of ~5x
-    np.divide(x, norms[:, None], out=vectors, where=valid[:, None])
+    if valid.all():  # one pass, no fancy-index copies: ~2x the table's memory instead of ~5x
+        vectors = x / norms[:, None]
+    else:
+        vectors = np.zeros_like(x)
+        np.divide(x, norms[:, None], out=vectors, where=valid[:, None])
     return UnitRows(vectors, valid, bool(center))
 
 
