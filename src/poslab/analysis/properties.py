@@ -66,7 +66,6 @@ the row-wise min-max scaled |A_i,i−m − A_i,i+m|).
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import math
 import warnings
@@ -171,14 +170,8 @@ def monotonicity(units: UnitRows, max_distance: int, anchors=None) -> tuple[floa
     u, valid = units.vectors, units.valid
     n = len(u)
     anchors = anchor_positions(n)[0] if anchors is None else np.asarray(anchors)
-    from threadpoolctl import threadpool_limits
-
-    threads = analysis_threads()
-    # the ranking threads take the CPUs: the products in one BLAS thread (OpenBLAS's idle threads spin, taking
-    # a CPU from them)
-    with threadpool_limits(1, user_api="blas") if threads > 1 else contextlib.nullcontext():
-        parts = _threaded_map(lambda part: _block_monotonicity(*part),
-                              _forward_strips(u, valid, anchors, max_distance), threads)
+    parts = _threaded_map(lambda part: _block_monotonicity(*part), _forward_strips(u, valid, anchors, max_distance),
+                          analysis_threads())
     rhos = [rho for rho, _, _ in parts]
     return _pooled_monotonicity(rhos, sum(v for _, v, _ in parts), sum(p for _, _, p in parts))
 

@@ -61,13 +61,16 @@ class Properties(Stage):
             return Output(tables={"properties": run_kernel_properties(ctx.kernel, ctx.n_positions, ctx.max_distance,
                                                                       self.locality_tau, self.locality_reach)})
         units, ranked = ctx.units, None
-        with ThreadPoolExecutor(1) as pool:  # no thread until a submit
-            if analysis_threads() > 1:  # monotonicity needs no profile: ranked in a thread while the profile (this
-                # stage is the first to ask for it) is computed; numpy's sorts release the GIL
-                ranked = pool.submit(monotonicity, units, ctx.max_distance, anchor_positions(len(units.vectors))[0])
-            profile = ctx.profile
-            props = table_properties(units, profile, tau=self.locality_tau, reach=self.locality_reach,
-                                     ranked=None if ranked is None else ranked.result())
+        if analysis_threads() > 1:  # monotonicity needs no profile: ranked (in threads: numpy's sorts release the
+            # GIL) while the profile, which this stage is the first to ask for, is computed; BLAS in one thread
+            # meanwhile (OpenBLAS's idle threads spin, taking a CPU from the others), set and reset here, outside them
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(1) as pool:
+                future = pool.submit(monotonicity, units, ctx.max_distance, anchor_positions(len(units.vectors))[0])
+                ctx.profile  # computed (and cached) here, beside the ranking
+                ranked = future.result()
+        props = table_properties(units, ctx.profile, tau=self.locality_tau, reach=self.locality_reach, ranked=ranked)
         return Output(tables={"properties": props.to_frame()})
 
 
