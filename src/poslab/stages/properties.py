@@ -62,11 +62,9 @@ class Properties(Stage):
                                                                       self.locality_tau, self.locality_reach)})
         units, ranked = ctx.units, None
         if analysis_threads() > 1:  # monotonicity needs no profile: ranked (in threads: numpy's sorts release the
-            # GIL) while the profile, which this stage is the first to ask for, is computed; BLAS in one thread
-            # meanwhile (OpenBLAS's idle threads spin, taking a CPU from the others), set and reset here, outside them
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(1) as pool:
+            # GIL) while the profile, which this stage is the first to ask for, is computed. The BLAS threads are
+            # left as they are: their number can change the last bit of a product, and so a tie
+            with ThreadPoolExecutor(1) as pool:
                 future = pool.submit(monotonicity, units, ctx.max_distance, anchor_positions(len(units.vectors))[0])
                 ctx.profile  # computed (and cached) here, beside the ranking
                 ranked = future.result()
