@@ -243,6 +243,20 @@ def test_block_length_from_the_data_grows_with_the_correlation_and_stays_in_boun
     assert lengths[1][0] > lengths[0][0] and lengths[1][1] > lengths[0][1]
 
 
+def test_nested_windows_share_one_pass_of_lag_products_with_the_same_block_lengths():
+    from poslab.analysis.bootstrap import _block_lengths, choose_block_length
+    from poslab.analysis.similarity import UnitRows
+
+    table = make_encoding("smoothed_random", length_scale=8.0).generate(3000, 16, rng=np.random.default_rng(1))
+    table[[5, 1400]] = 0.0
+    with pytest.warns(UserWarning, match="zero"):
+        units = unit_rows(table)
+    windows = [(750, 749), (1500, 1499), (3000, 2999), (3000, 40), (1001, 3)]
+    shared = _block_lengths(units, windows)
+    for (n, d), got in zip(windows, shared):
+        assert got == choose_block_length(UnitRows(units.vectors[:n], units.valid[:n], units.center), d)
+
+
 def test_interval_widening_and_widened_percentile_intervals():
     from scipy import stats
 

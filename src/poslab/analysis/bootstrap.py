@@ -339,27 +339,42 @@ def choose_block_length(units, max_distance: int, *, max_blocks: int = N_BLOCKS)
         [⌈n / max_blocks⌉, ⌊n / MIN_BLOCKS⌋] (at least 1); and the largest correlation length (positions).
         O(n · dim) per distance, about log2(max_distance) distances.
     """
-    u, valid = units.vectors, units.valid
-    n = len(u)
+    return _block_lengths(units, [(len(units.vectors), max_distance)], max_blocks=max_blocks)[0]
+
+
+def _block_lags(max_distance: int, n: int) -> list[int]:
+    """The lags of :func:`choose_block_length`: 1, 2, 4, ... up to max_distance / 2 (at least 1), below n."""
     lags = [1]
     while lags[-1] * 2 <= max(1, max_distance // 2):
         lags.append(lags[-1] * 2)
-    lags = [k for k in lags if k < n]
+    return [k for k in lags if k < n]
+
+
+def _block_lengths(units, windows, *, max_blocks: int = N_BLOCKS) -> list[tuple[int, float]]:
+    """:func:`choose_block_length` of the first n positions of ``units`` up to distance d, for each (n, d) of
+    ``windows``, from one pass of lag products (a window's series are the first n − k products of the longest's):
+    the same lengths, bit for bit, as a call per window."""
+    u, valid = units.vectors, units.valid
+    n_all = max(n for n, _ in windows)
+    lags = sorted(set().union(*(_block_lags(d, n) for n, d in windows)))
     # the lag products of every lag in one pass over chunks of anchors (a chunk of rows stays in cache for the
     # lags shorter than it): the same einsum, row for row, as one call per lag over all anchors
-    products = [np.empty(n - k, dtype=u.dtype) for k in lags]
-    for c0 in range(0, n, _LAG_ROWS):
-        for k, a in zip(lags, products):
-            c1 = min(c0 + _LAG_ROWS, n - k)
+    products = {k: np.empty(n_all - k, dtype=u.dtype) for k in lags}
+    for c0 in range(0, n_all, _LAG_ROWS):
+        for k, a in products.items():
+            c1 = min(c0 + _LAG_ROWS, n_all - k)
             if c0 < c1:
                 np.einsum("ij,ij->i", u[c0:c1], u[c0 + k:c1 + k], out=a[c0:c1])
-    best, corr = 1.0, 0.0
-    for k, a in zip(lags, products):
-        a = a[valid[:-k] & valid[k:]]
-        b, c = politis_white(a)
-        best, corr = max(best, b), max(corr, c)
-    low, high = math.ceil(n / max_blocks), max(1, n // MIN_BLOCKS)
-    return int(min(max(math.ceil(best), low), max(high, low))), float(corr)
+    out = []
+    for n, d in windows:
+        best, corr = 1.0, 0.0
+        for k in _block_lags(d, n):
+            a = products[k][:n - k][valid[:n - k] & valid[k:n]]
+            b, c = politis_white(a)
+            best, corr = max(best, b), max(corr, c)
+        low, high = math.ceil(n / max_blocks), max(1, n // MIN_BLOCKS)
+        out.append((int(min(max(math.ceil(best), low), max(high, low))), float(corr)))
+    return out
 
 
 def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:

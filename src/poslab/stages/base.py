@@ -234,6 +234,8 @@ class RunContext:
         std 0 and n_pairs = n_positions − distance, O(max_distance · pairs).
     block_length : (int, float)
         Anchors per block, chosen from the data, and the lag products' correlation length.
+    block_lengths : dict
+        The same for the run and its nested windows, keyed by (positions, max distance).
     anchor_blocks : poslab.analysis.bootstrap.AnchorBlocks
     profile_noise : ndarray of shape (max_distance + 1, n_blocks)
         The profile's noise, one column per anchor block: the fits' noise model.
@@ -361,14 +363,27 @@ class RunContext:
                 f"(first: {list(excluded[:10])}), so nothing can be measured; analyse more positions or a wider table")
         return profile
 
-    @functools.cached_property
+    @property
     def block_length(self) -> tuple[int, float]:
         """(anchors per block, correlation length): :func:`poslab.analysis.bootstrap.choose_block_length`."""
-        from ..analysis.bootstrap import choose_block_length
+        return self.block_lengths[self.n_positions, self.max_distance]
+
+    @functools.cached_property
+    def block_lengths(self) -> dict[tuple[int, int], tuple[int, float]]:
+        """:attr:`block_length` of the run and of its nested windows (:func:`poslab.stages.window.nested_windows`)
+        on the same rows (none with ``center``: a window is centred on its own mean), by (positions, max distance):
+        one pass of lag products serves them all (the same lengths as a
+        :func:`~poslab.analysis.bootstrap.choose_block_length` call per window)."""
+        from ..analysis.bootstrap import _block_lengths
+        from .window import nested_windows
 
         units = self.units
+        windows = [(self.n_positions, self.max_distance)]
+        if not self.options.center:
+            windows = [(n, d) for _, n, d in nested_windows(self.n_positions, self.max_distance)]
         with self.step("block length"):
-            return choose_block_length(units, self.max_distance, max_blocks=self.options.n_blocks)
+            lengths = _block_lengths(units, windows, max_blocks=self.options.n_blocks)
+        return dict(zip(windows, lengths))
 
     @functools.cached_property
     def anchor_blocks(self):

@@ -176,7 +176,8 @@ def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
                 units = unit_rows(ctx.table[:n], center=True)
             else:
                 units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
-            length, correlation = choose_block_length(units, d, max_blocks=o.n_blocks)
+            length, correlation = ctx.block_lengths[n, d] if (n, d) in ctx.block_lengths \
+                else choose_block_length(units, d, max_blocks=o.n_blocks)
             blocks = anchor_block_sums(units, d, length)
             profile = _similarity_profile(units, d, precision=o.precision,  # the mean: the blocks' sums, totalled
                                           lag_sums=(blocks.sums.sum(axis=0), blocks.counts.sum(axis=0)))
