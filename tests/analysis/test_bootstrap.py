@@ -378,7 +378,11 @@ def _block_lag_sums_every_pair(x, block_length, size):
 
 @pytest.mark.parametrize("n_blocks", [32, 20, 16, 9])
 @pytest.mark.parametrize("trim", [5, 0])  # the last block zero-padded, or every block whole (read in place)
-def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, trim, monkeypatch):
+@pytest.mark.parametrize("small", [False, True])  # chunks of 16 dims (the last of 8) and 7 frequencies per product
+def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, trim, small, monkeypatch):
+    if small:
+        monkeypatch.setattr(bootstrap, "_FFT_BLOCK_ENTRIES", 1)
+        monkeypatch.setattr(bootstrap, "_PRODUCT_FREQUENCIES", 7)
     rng = np.random.default_rng(n_blocks)
     x = rng.standard_normal((n_blocks * 64 - trim, 40))
     for threads, size in ((1, len(x)), (3, len(x)), (3, 3 * 64 + 10), (1, 50)):
