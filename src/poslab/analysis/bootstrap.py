@@ -58,6 +58,7 @@ those intervals empty with ``ci_method = "exact"``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -427,7 +428,9 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
                     g1 - g0, r1 - r0, n_blocks - r0)
                 out[g0:g1] += np.matmul(conj[:, r0:r1], block[:, r0:].transpose(0, 2, 1), out=product)
 
-    with ThreadPoolExecutor(len(parts)) as pool:
+    spec_buf = np.empty(n_blocks * chunk * n_freq, dtype=np.complex128)
+    block_parts = [(b0, min(n_blocks, b0 + -(-n_blocks // threads))) for b0 in range(0, n_blocks, -(-n_blocks // threads))]
+    with ThreadPoolExecutor(max(len(parts), len(block_parts))) as pool:
         for c0 in range(0, dim, chunk):
             m = min(chunk, dim - c0)
             if padded is None:
@@ -436,9 +439,14 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
                 padded[:n, :m] = x[:, c0:c0 + m]
                 rows_of_blocks = padded[:, :m].reshape(n_blocks, length, m)
             buf[:, :m, :length] = rows_of_blocks.transpose(0, 2, 1)
-            spec = fft.rfft(buf[:, :m], axis=-1, workers=threads).transpose(2, 0, 1)  # (frequency, block, dim)
+            # the blocks' spectra into one buffer for every chunk (numpy's rfft has ``out``, scipy's not: the same
+            # pocketfft transform, bit for bit; a fresh 268 MB a chunk at 10^6 positions was ~0.3 s of page faults),
+            # the blocks split between the threads
+            spec = spec_buf[:n_blocks * m * n_freq].reshape(n_blocks, m, n_freq)
+            list(pool.map(lambda part: np.fft.rfft(buf[part[0]:part[1], :m], axis=-1, out=spec[part[0]:part[1]]),
+                          block_parts))
+            spec = spec.transpose(2, 0, 1)  # (frequency, block, dim)
             list(pool.map(lambda part: products(*part, spec), parts))
-            del spec  # before the next chunk's FFT allocates its own
     sums = np.zeros((n_blocks, size))
     for b in range(n_blocks):
         hi = min(n_blocks, b + reach + 1)
@@ -456,6 +464,26 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
             if k0 < k1:
                 sums[b, k0:k1] += corr[n_fft - length:n_fft - length + k1 - k0, o + 1]
     return sums
+
+
+def _one_blas_thread(function):
+    """``function`` run with BLAS (the resampled profiles' ``weights @ sums``) on one thread.
+
+    Its products are small (n_resamples × n_units by n_units × a chunk of distances): a second BLAS thread saved
+    little and then spun, waiting for the next product, while this thread did the elementwise work (quantiles,
+    summaries) — 13.3 against 8.3 CPU-s for the bootstrap of a 2^20-position run (2 CPUs, load 4). One thread also
+    makes the replicates' last bits the same whatever the pool's thread limit (BLAS's edge kernels depend on how
+    a product is split between threads: 1e-19 in profile_ci).
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return wrapper
 
 
 def resample_units(sums, counts, n_resamples: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -781,6 +809,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
                            summarise=summarise, progress=progress)
 
 
+@_one_blas_thread
 def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: DecayFits, thresholds,
                     level: float = BOOTSTRAP_LEVEL, method: str = "anchor_block", block_length: int | None = None,
                     max_failed_fraction: float = MAX_FAILED_FRACTION, correlation_length: float = 0.0,
@@ -895,6 +924,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
                                summaries=replicates, summaries_ci=summaries_ci)
 
 
+@_one_blas_thread
 def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None, _blocks=False) -> dict:
     """The model-free summaries of resampled profiles, a chunk of resamples (~64 MB) at a time.
 
