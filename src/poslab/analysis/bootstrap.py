@@ -97,6 +97,10 @@ _MIN_CHUNK_DIMS = 16
 _BEYOND = 1e300
 #: Entries of the temporaries of the interval computations (8 MiB of float64).
 _CHUNK_ENTRIES = 2**20
+#: Entries of the temporaries of :func:`block_noise` and :func:`block_standard_errors` (512 KB of float64: with
+#: 8 MB ones the allocator returned and re-faulted their memory, 0.8 against 0.3 GB of page faults at 10^6
+#: distances; every column is computed alone, so the values do not depend on it).
+_NOISE_CHUNK_ENTRIES = 2**16
 #: Anchors per chunk of the lag products of :func:`choose_block_length` (2 MiB of rows at dim 128).
 _LAG_ROWS = 2048
 #: Frequencies per block-pair product of :func:`anchor_block_sums` (copied contiguous first; 128 was the fastest
@@ -235,15 +239,15 @@ def block_noise(blocks: AnchorBlocks) -> np.ndarray:
         two blocks hold a pair are NaN; all zero for an exactly translation-invariant table.
     """
     sums, counts = blocks.sums, blocks.counts
-    factor = np.empty(sums.shape)
+    factor = np.empty(sums.shape[::-1])  # C order, distance by distance
     for c0, c1 in _column_chunks(sums):  # the same values column by column, without full-size temporaries
-        factor[:, c0:c1] = _block_noise(sums[:, c0:c1], counts[:, c0:c1])
-    return factor.T
+        factor[c0:c1] = _block_noise(sums[:, c0:c1], counts[:, c0:c1]).T
+    return factor
 
 
 def _column_chunks(a):
-    """(c0, c1) of chunks of ~_CHUNK_ENTRIES entries of an array of shape (n_blocks, n_columns)."""
-    step = max(1, _CHUNK_ENTRIES // max(1, a.shape[0]))
+    """(c0, c1) of chunks of ~_NOISE_CHUNK_ENTRIES entries of an array of shape (n_blocks, n_columns)."""
+    step = max(1, _NOISE_CHUNK_ENTRIES // max(1, a.shape[0]))
     return [(c0, min(a.shape[1], c0 + step)) for c0 in range(0, a.shape[1], step)]
 
 
@@ -512,17 +516,31 @@ def _resample_weights(n_units: int, n_resamples: int, rng) -> np.ndarray:
     return weights
 
 
-def _pooled(weights, sums, counts, blocks=None, c0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _pooled(weights, sums, counts, blocks=None, c0: int = 0, buffers=None) -> tuple[np.ndarray, np.ndarray]:
     """Resampled means (NaN without a pair) and pair counts, shape (n_resamples, n_columns).
 
     ``blocks`` (:func:`_block_layout` of the whole counts array) and ``c0`` (the first column of ``counts``): the
-    pair counts by :func:`_pooled_block_counts` instead of a matrix product (the same integers)."""
-    means = weights @ sums
-    pooled_counts = weights @ counts if blocks is None else _pooled_block_counts(weights, blocks, c0, sums.shape[1])
+    pair counts by :func:`_pooled_block_counts` instead of a matrix product (the same integers). ``buffers``: a
+    dict the results are written into, reused by the next call with it (the same values; fresh memory is slow to
+    fault in: 64 MB a call at 8 resamples of 10^6 distances), so the results are only valid until then."""
+    shape = (weights.shape[0], sums.shape[1])
+    means = np.matmul(weights, sums, out=_buffer(buffers, "means", shape))
+    pooled_counts = np.matmul(weights, counts, out=_buffer(buffers, "counts", shape)) if blocks is None \
+        else _pooled_block_counts(weights, blocks, c0, sums.shape[1], out=_buffer(buffers, "counts", shape))
     with np.errstate(invalid="ignore", divide="ignore"):
         means /= pooled_counts  # in place: fresh memory is slow
-    means[pooled_counts <= 0] = np.nan
+    means[np.less_equal(pooled_counts, 0, out=_buffer(buffers, "empty", shape, bool))] = np.nan
     return means, pooled_counts
+
+
+def _buffer(buffers, name: str, shape, dtype=np.float64):
+    """An array of ``shape`` from ``buffers[name]`` (grown when too small), or a new one without ``buffers``."""
+    if buffers is None:
+        return np.empty(shape, dtype=dtype)
+    size = math.prod(shape)
+    if name not in buffers or buffers[name].size < size:
+        buffers[name] = np.empty(size, dtype=dtype)
+    return buffers[name][:size].reshape(shape)
 
 
 def _block_layout(counts) -> tuple[np.ndarray, np.ndarray] | None:
@@ -546,13 +564,14 @@ def _block_layout(counts) -> tuple[np.ndarray, np.ndarray] | None:
     return start, stop
 
 
-def _pooled_block_counts(weights, blocks, c0: int, width: int) -> np.ndarray:
+def _pooled_block_counts(weights, blocks, c0: int, width: int, out=None) -> np.ndarray:
     """``weights @ counts[:, c0:c0 + width]`` for the counts of :func:`_block_layout`'s blocks, by their closed form.
 
     At distance k the blocks ending at or before n − k hold all their anchors, the next one n − k − start of them
     and the later ones none, so a resample's pairs are Σ_{b < j} w_b · length_b + w_j · (n − k − start_j), j the
     number of whole blocks: O(n_resamples · width) instead of a product with n_units terms. Every term and sum is
     an integer below 2^53, exact in float64, so the result equals the product bit for bit (whatever its order).
+    ``out``: an array of shape (n_resamples, width) to write it into.
     """
     start, stop = blocks
     n = stop[-1]
@@ -562,7 +581,7 @@ def _pooled_block_counts(weights, blocks, c0: int, width: int) -> np.ndarray:
     whole = np.zeros((weights.shape[0], weights.shape[1] + 1))
     np.cumsum(weights * (stop - start), axis=1, out=whole[:, 1:])
     padded = np.pad(weights, ((0, 0), (0, 1)))
-    pooled = np.empty((weights.shape[0], width))
+    pooled = np.empty((weights.shape[0], width)) if out is None else out
     cuts = np.flatnonzero(np.diff(j)) + 1
     for s0, s1 in zip([0, *cuts], [*cuts, width]):  # runs of distances with the same block j
         np.multiply(padded[:, j[s0], None], partial[None, s0:s1], out=pooled[:, s0:s1])
@@ -876,10 +895,11 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     low, high = np.full(distance.size, np.nan), np.full(distance.size, np.nan)
     spread = 0.0
     step = max(1, _CHUNK_ENTRIES // max(1, n_resamples))
+    buffers = {}  # the chunks' resampled profiles, one set of buffers for all (fresh memory is slow)
     blocks = _block_layout(counts)
     for c0 in range(0, distance.size, step):
         c1 = min(distance.size, c0 + step)
-        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0)
+        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0, buffers)
         if np.isinf(widths).any():  # else every resample has fallen below every threshold in an earlier chunk
             w = first_crossings(distance[c0:c1], chunk, thresholds)
             first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
@@ -946,12 +966,14 @@ def summary_replicates(distance, sums, counts, weights, summarise, *, progress=N
     """
     rows = max(1, _REPLICATE_ENTRIES // max(1, distance.size))
     blocks = _block_layout(counts) if _blocks is False else _blocks  # False: not known yet
+    buffers = {}  # one set for every chunk of resamples
     parts = []
     for r0 in range(0, weights.shape[0], rows):
-        parts.append(summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts, blocks)[0]))
+        values = summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts, blocks, buffers=buffers)[0])
+        parts.append({name: np.array(v, dtype=float) for name, v in values.items()})  # owned: the buffers are reused
         if progress is not None:
             progress("summaries", min(r0 + rows, weights.shape[0]), weights.shape[0])
-    return {name: np.concatenate([np.asarray(p[name], dtype=float) for p in parts]) for name in parts[0]} \
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]} \
         if parts else {}
 
 

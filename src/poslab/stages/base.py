@@ -406,8 +406,9 @@ class RunContext:
             return np.zeros((self.max_distance + 1, 1))
         factor = block_noise(self.anchor_blocks)
         known = np.isfinite(factor).all(axis=1)
-        if known.any():
-            factor = factor[np.maximum.accumulate(np.where(known, np.arange(known.size), np.argmax(known)))]
+        if known.any():  # each unknown row from the last known one before it (the first known one at the start)
+            source = np.maximum.accumulate(np.where(known, np.arange(known.size), np.argmax(known)))
+            factor[~known] = factor[source[~known]]  # in place: the rows read are known, so not written
         return factor
 
     @functools.cached_property
@@ -415,6 +416,9 @@ class RunContext:
         """(distance, mean_similarity, n_pairs, std_similarity, noise) at distances >= fit_min_distance."""
         p = self.profile
         use = p.distance >= self.options.fit_min_distance
+        first = int(np.argmax(use)) if use.any() else use.size
+        if use[first:].all():  # the distances from the first fitted one on: views, not copies (the noise: 256 MB at
+            use = slice(first, None)  # 10^6 distances and 32 blocks)
         return (p.distance[use], p.mean_similarity[use], p.n_pairs[use], p.std_similarity[use],
                 self.profile_noise[use])
 
