@@ -205,8 +205,10 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
     if valid.all():  # every position valid: block b's pairs at distance k are its anchors i with i + k < n
         start = np.arange(0, n, block_length)
         end = np.minimum(start + block_length, n)
-        counts = np.clip(np.minimum(end[:, None], n - np.arange(size)[None, :]) - start[:, None], 0, None)
-        counts = counts.astype(np.float64)
+        counts = np.empty((len(start), size))  # min(end_b, n − k) − start_b, at least 0: integers, exact in float64
+        np.minimum(end[:, None].astype(np.float64), n - np.arange(size, dtype=np.float64), out=counts)
+        counts -= start[:, None]
+        np.maximum(counts, 0.0, out=counts)
     else:
         counts = np.rint(_block_lag_sums(valid[:, None].astype(np.float64), block_length, size))
     sums = _block_lag_sums(u, block_length, size)
@@ -373,12 +375,16 @@ def _block_lengths(units, windows, *, max_blocks: int = N_BLOCKS) -> list[tuple[
             c1 = min(c0 + _LAG_ROWS, n_all - k)
             if c0 < c1:
                 np.einsum("ij,ij->i", u[c0:c1], u[c0 + k:c1 + k], out=a[c0:c1])
+    tasks = [(n, k) for n, d in windows for k in _block_lags(d, n)]
+    # each series' length on its own (an FFT of twice its length; pocketfft releases the GIL): the threads share them
+    with ThreadPoolExecutor(max(1, min(analysis_threads(), len(tasks)))) as pool:
+        lengths = dict(zip(tasks, pool.map(lambda t: politis_white(
+            products[t[1]][:t[0] - t[1]][valid[:t[0] - t[1]] & valid[t[1]:t[0]]]), tasks)))
     out = []
     for n, d in windows:
         best, corr = 1.0, 0.0
         for k in _block_lags(d, n):
-            a = products[k][:n - k][valid[:n - k] & valid[k:n]]
-            b, c = politis_white(a)
+            b, c = lengths[n, k]
             best, corr = max(best, b), max(corr, c)
         low, high = math.ceil(n / max_blocks), max(1, n // MIN_BLOCKS)
         out.append((int(min(max(math.ceil(best), low), max(high, low))), float(corr)))
