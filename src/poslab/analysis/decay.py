@@ -798,13 +798,19 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
     factor = None
     if noise is not None and np.ndim(noise) == 2:  # columns whose outer products sum to the noise covariance
         factor = np.nan_to_num(np.asarray(noise, dtype=float))
-        noise = np.sqrt(np.sum(factor**2, axis=1))
+        if factor.shape[1] == 1:  # one column (a kernel's zeros): its square root of the square, in one array
+            noise = np.square(factor[:, 0])
+            np.sqrt(noise, out=noise)
+        else:
+            noise = np.sqrt(np.sum(factor**2, axis=1))
+    inputs = (distance, similarity)
     d, y, n, s, e, index = _check_inputs(distance, similarity, n_pairs, std, noise)
     if factor is not None:
-        factor = factor[index]
+        factor = factor[index[0]:index[-1] + 1] if index.size and index[-1] - index[0] + 1 == index.size \
+            and np.all(index[1:] > index[:-1]) else factor[index]
     chosen = _check_models(models)
-    pooled = (math.sqrt(float(np.sum(n * s**2) / np.sum(n))) if n.size else 0.0) if s is not None and n is not None \
-        else None  # of the whole profile (envelope points are a subset; bins keep Σ n·std²)
+    pooled = (math.sqrt(float(_weighted_sum_of_squares(n, s) / np.sum(n))) if n.size else 0.0) \
+        if s is not None and n is not None else None  # of the whole profile (envelope points are a subset; bins keep Σ n·std²)
     shape = bin_points(_fit_bins(d.size), d, y, n, s) if d.size > MAX_FIT_POINTS else (d, y, n, s)
     gate = "none" if e is None else "exact" if (not e.size or float(np.max(e)) <= EXACT_NOISE) else "noise"
     if max_distance is not None:  # the fit range (the flat / rising checks above keep the whole profile)
@@ -843,6 +849,7 @@ def fit_decay(distance, similarity, *, n_pairs=None, std=None, models=None, targ
         else:
             fits.append(_fit_one(model, d, y, sigma, target, level, min_aic_gain, maxfev, gof))
     fits, c_hat, n_eff = _select(fits, d.size, None if gof.factor is None else gof.factor.shape[1])
+    d, y, raw_d = (_owned(a, inputs) for a in (d, y, raw_d))
     return DecayFits(tuple(fits), target, d, y, sigma, raw_d, bins, range_rule, gate, c_hat, n_eff)
 
 
@@ -1016,35 +1023,58 @@ def bin_points(bins, d, y, n=None, s=None):
         Weighted mean distance and similarity, summed pairs, pooled within-distance std.
     """
     starts = bins[:, 0]
-    w = np.ones_like(y) if n is None else n
+    w = np.ones_like(y, dtype=float) if n is None else n
     total = np.add.reduceat(w, starts)
-    d_bin = np.add.reduceat(w * d, starts) / total
-    y_bin = np.add.reduceat(w * y, starts) / total
-    s_bin = None if s is None else np.sqrt(np.add.reduceat(w * s**2, starts) / total)
+    w = np.asarray(w, dtype=float)
+    product = np.empty(np.shape(y))  # one temporary for the three weighted sums (a long profile's are 8 MiB each)
+    d_bin = np.add.reduceat(np.multiply(w, d, out=product), starts) / total
+    y_bin = np.add.reduceat(np.multiply(w, y, out=product), starts) / total
+    s_bin = None if s is None else np.sqrt(np.add.reduceat(_weighted_squares(w, s, out=product), starts) / total)
     return d_bin, y_bin, (None if n is None else total), s_bin
 
 
+def _weighted_squares(w, s, out=None):
+    """w · s² elementwise (the operations of ``w * s**2``, the same numbers), into ``out`` if given."""
+    out = np.square(s, out=out)
+    return np.multiply(w, out, out=out)
+
+
+def _weighted_sum_of_squares(w, s) -> float:
+    """Σ w · s² (the numbers of ``np.sum(w * s**2)``) with one temporary array instead of two."""
+    return np.sum(_weighted_squares(w, s))
+
+
 def _check_inputs(distance, similarity, n_pairs, std, noise=None):
+    """The usable points (finite everywhere, n_pairs >= 2), sorted by distance, and their indices into the input.
+
+    At 10^6 distances every full-size temporary costs (a page-faulted 8 MiB): the checks run without copies, and
+    usable points that are one contiguous run (a study's profile: every distance but the last ones, with fewer
+    than 2 pairs) are taken as views of the inputs; :func:`fit_decay` never returns those views
+    (:func:`_owned`)."""
     given = {"distance": distance, "similarity": similarity, "n_pairs": n_pairs, "std": std, "noise": noise}
     arrays = {k: np.asarray(v, dtype=float) for k, v in given.items() if v is not None}
     shapes = {k: a.shape for k, a in arrays.items()}
     if arrays["distance"].ndim != 1 or len(set(shapes.values())) > 1:
         raise ValueError("distance, similarity, n_pairs, std and noise must be 1-D arrays of one shape, got "
                          + ", ".join(f"{k} {v}" for k, v in shapes.items()))
-    keep = np.logical_and.reduce([np.isfinite(a) for a in arrays.values()])
+    keep = np.ones(arrays["distance"].shape, dtype=bool)
+    for a in arrays.values():
+        keep &= np.isfinite(a)
     if "n_pairs" in arrays:
-        if np.any(arrays["n_pairs"][keep] < 0):
+        n = arrays["n_pairs"]
+        if np.any((n < 0) & keep):
             raise ValueError(f"n_pairs must be >= 0 (the number of position pairs behind each mean), got minimum "
-                             f"{arrays['n_pairs'][keep].min():g}; pass the profile's n_pairs")
-        keep &= arrays["n_pairs"] >= 2
-    if np.any(arrays["distance"][keep] < 0):
+                             f"{n[keep].min():g}; pass the profile's n_pairs")
+        keep &= n >= 2
+    if np.any((arrays["distance"] < 0) & keep):
         raise ValueError(f"distance must be >= 0 (|i - j| in positions), got minimum "
                          f"{arrays['distance'][keep].min()}")
     index = np.flatnonzero(keep)
-    if index.size < keep.size:
+    if index.size and index[-1] - index[0] + 1 == index.size:  # one contiguous run: views, no copy
+        if index.size < keep.size:
+            arrays = {k: a[index[0]:index[-1] + 1] for k, a in arrays.items()}
+    else:
         arrays = {k: a[index] for k, a in arrays.items()}
-    else:  # every point kept: copies, so the caller's arrays are never the ones returned
-        arrays = {k: a.copy() for k, a in arrays.items()}
     d = arrays["distance"]
     if not np.all(d[1:] >= d[:-1]):  # the study's profiles come sorted: their stable sort would be the identity
         order = np.argsort(d, kind="stable")
@@ -1052,6 +1082,14 @@ def _check_inputs(distance, similarity, n_pairs, std, noise=None):
         index = index[order]
     d, y, n, s, e = (arrays.get(k) for k in given)
     return d, y, n, s, e, index
+
+
+def _owned(array, inputs):
+    """``array``, or a copy of it when it may share memory with one of the ``inputs`` (the caller's arrays are
+    never the ones returned)."""
+    if array is not None and any(x is not None and np.may_share_memory(array, x) for x in inputs):
+        return array.copy()
+    return array
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:

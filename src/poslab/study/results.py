@@ -31,7 +31,7 @@ from .._threads import usable_cpus
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
-from .runner import TABLES, StudyResult
+from .runner import TABLES, StudyResult, old_objects_frozen
 
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
            "FIGURES"]
@@ -615,6 +615,11 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
     """
     _load_plots()
     out = check_writable(out, overwrite=overwrite)
+    with old_objects_frozen():  # full collections skip the tables and the imported modules' objects
+        return _write_results(result, out, overwrite, progress)
+
+
+def _write_results(result: StudyResult, out: Path, overwrite: bool, progress: Progress | None) -> Path:
     tables = result.tables()
     progress = progress if progress is not None else Progress(False)
     failed: dict[str, str] = {}
