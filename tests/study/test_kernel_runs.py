@@ -63,3 +63,38 @@ def test_a_million_position_rotary_run_is_cheap_for_the_budget():
                            "encodings": [{"kind": "rotary", "rope_theta": 500000.0, "rotary_dim": 128}]})
     with pytest.raises(ResourceError, match="dim 128"):  # a centred table is analysed as a table
         check_resources(centred, available=3 * 2**30)
+
+
+@pytest.mark.parametrize("entry", [{"kind": "rotary", "rope_theta": 1000.0}, {"kind": "alibi", "n_heads": 4}])
+def test_kernel_only_stages_beside_the_others_give_the_same_tables(entry):
+    """A study of one kernel run computes its heatmap and properties in a second thread (execute_run beside):
+    every table as computed in line, the stage order kept, and a stage failing there fails the run as in line."""
+    from poslab.stages import build_stages
+    from poslab.study.runner import execute_run
+
+    spec = parse_study({"name": "one", "n_positions": 64, "dim": 16, "analysis": {"heatmap_bins": 8},
+                        "encodings": [entry]})
+    run = spec.runs()[0]
+    assert [s.name for s in build_stages(spec.analysis) if s.kernel_only] == ["heatmap", "properties"]
+    inline = execute_run(spec, run, list(run.encoding.params()))
+    beside = execute_run(spec, run, list(run.encoding.params()), beside=True)
+    assert inline.keys() == beside.keys() and "properties" in beside and "heatmaps" in beside
+    for name in inline:
+        pd.testing.assert_frame_equal(inline[name].drop(columns="seconds", errors="ignore"),
+                                      beside[name].drop(columns="seconds", errors="ignore"))
+
+
+def test_a_kernel_only_stage_that_fails_beside_fails_the_run(monkeypatch):
+    from poslab.stages import properties
+    from poslab.study.runner import execute_run
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no properties today")
+
+    monkeypatch.setattr(properties, "run_kernel_properties", broken)
+    spec = parse_study({"name": "one", "n_positions": 64, "dim": 16, "encodings": [{"kind": "sinusoidal"}]})
+    run = spec.runs()[0]
+    out = execute_run(spec, run, list(run.encoding.params()), beside=True)
+    row = out["summary"].iloc[0]
+    assert row["status"] == "failed" and row["message"] == "RuntimeError: no properties today"
+    assert list(out) == ["summary"]

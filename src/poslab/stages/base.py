@@ -153,6 +153,10 @@ class Stage:
         (:attr:`RunContext.positions`): the runner leaves its columns and tables
         empty and records why (:meth:`not_applicable`). ``"any"``: per-run facts
         that hold whatever the positions (the default).
+    kernel_only : bool
+        For a kernel run (:attr:`RunContext.kernel` not None), :meth:`compute` reads the kernel, the encoding and
+        the run's settings alone, nothing another stage computes: a study of one run computes it in a second
+        thread beside the later stages (:func:`poslab.study.runner.execute_run`).
     """
 
     name: ClassVar[str] = ""
@@ -163,6 +167,7 @@ class Stage:
     uses: ClassVar[frozenset[str]] = frozenset()
     fills_intervals: ClassVar[bool] = False
     positions: ClassVar[str] = "any"
+    kernel_only: ClassVar[bool] = False
 
     def applies(self, ctx: RunContext) -> bool:
         """Whether this stage has anything to say about the run (default: every run)."""

@@ -39,6 +39,7 @@ class Heatmap(Stage):
     description = "the similarity matrix averaged over blocks, in O(n · dim) (kernel runs: from the kernel, O(n))"
     tables = (HEATMAPS,)
     uses = frozenset({"units"})
+    kernel_only = True  # a kernel run's compute reads ctx.kernel and ctx.encoding alone
 
     heatmap_bins: int = setting(128, Integer(minimum=2),
                                 "blocks per axis of the stored heatmaps (at most n_positions; a shorter entry uses "

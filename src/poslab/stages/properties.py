@@ -47,6 +47,7 @@ class Properties(Stage):
     description = "monotonicity, translation invariance, symmetry and locality of the similarity matrix"
     tables = (PROPERTIES,)
     uses = frozenset({"units", "profile"})
+    kernel_only = True  # a kernel run's compute reads ctx.kernel and ctx.encoding alone
 
     locality_tau: float = setting(LOCALITY_TAU, Real(minimum=0, open_min=True),
                                   "temperature tau of the attention-like transform softmax(S / tau) of symmetry "

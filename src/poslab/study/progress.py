@@ -147,6 +147,10 @@ class _Task:
                 self.advance()
             self.current, self.details = None, []
 
+    def detail(self, text: str) -> None:
+        """Say ``text`` in the current item's line, beside its steps' times."""
+        self.details.append(text)
+
     def set_total(self, total: int | None) -> None:
         """Change the number of items (the work found more or fewer than it expected)."""
         self.total = total

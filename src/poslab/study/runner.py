@@ -20,6 +20,7 @@ import pandas as pd
 from ..analysis import BandMetrics, BlockSimilarity, DecayFits, SimilarityProfile
 from ..analysis.bootstrap import BootstrapResult
 from ..analysis.heatmap import _block_similarity
+from .._threads import usable_cpus
 from ..analysis.properties import Properties, table_properties
 from ..stages import SUMMARY, TABLES as SCHEMA, RunContext, build_stages
 from ..stages.schema import RUN_ID, finalize, undeclared
@@ -220,8 +221,32 @@ def _check_output(stage, out) -> None:
                                    "declaration lacks")
 
 
+class _Beside:
+    """A stage computed in a daemon thread beside the later stages (:attr:`poslab.stages.Stage.kernel_only`)."""
+
+    def __init__(self, stage, ctx: RunContext):
+        self.out, self.error, self.seconds = None, None, 0.0
+        self.thread = threading.Thread(target=self._compute, args=(stage, ctx), name=f"poslab-{stage.name}",
+                                       daemon=True)  # never holds up the end of the process (Ctrl-C)
+        self.thread.start()
+
+    def _compute(self, stage, ctx) -> None:
+        start = time.perf_counter()
+        try:
+            self.out = stage.compute(ctx)
+        except BaseException as exc:  # raised again by result(), in the run's thread
+            self.error = exc
+        self.seconds = time.perf_counter() - start
+
+    def result(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.out
+
+
 def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Progress | None = None, *,
-                keyed: bool = True) -> dict[str, pd.DataFrame]:
+                keyed: bool = True, beside: bool = False) -> dict[str, pd.DataFrame]:
     """Generate one run's table and run every stage of the pipeline on it; return its rows of every table.
 
     Never raises for a failing encoding or stage: the run then has only a
@@ -235,6 +260,11 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Pro
 
     ``progress`` (in this process only) shows the run's stages as they go, with the costly steps inside them
     (:class:`poslab.study.progress.Progress`): the run is a task whose items are its encoding and its stages.
+
+    ``beside`` (a study of one run, nothing else to keep the CPUs busy): the stages that a kernel run computes
+    from its kernel alone (:attr:`poslab.stages.Stage.kernel_only`: the block heatmap, the properties) run in a
+    second thread beside the later stages; their rows and the run's tables are the same, in the same order, and
+    their progress lines come after the last stage's, with the seconds they took beside it.
     """
     keys = _keys(spec, run, param_names)
     t0 = time.perf_counter()
@@ -248,27 +278,39 @@ def execute_run(spec: StudySpec, run: Run, param_names: list[str], progress: Pro
         ctx.progress = progress
     else:
         progress = Progress(False)
-    outputs, not_applicable = [], {}
+    outputs, not_applicable, aside = [], {}, []
     try:
         with warnings.catch_warnings(record=True) as caught, \
                 progress.task(name, total=len(stages) + 1, unit="stages", each=True) as task:
             warnings.simplefilter("always")
-            with task.item("encoding"):
-                if ctx.kernel is None:  # generated first: a failing encoding fails the run before any stage
-                    ctx.table
-            for i, stage in enumerate(stages):
-                ctx.pending = stages[i:]
-                why = stage.not_applicable(ctx)
-                if why is not None:  # its columns stay empty; the row says which stages and why
-                    not_applicable.setdefault(why, []).append(stage.name)
-                    task.advance()
-                elif stage.applies(ctx):
+            try:
+                with task.item("encoding"):
+                    if ctx.kernel is None:  # generated first: a failing encoding fails the run before any stage
+                        ctx.table
+                for i, stage in enumerate(stages):
+                    ctx.pending = stages[i:]
+                    why = stage.not_applicable(ctx)
+                    if why is not None:  # its columns stay empty; the row says which stages and why
+                        not_applicable.setdefault(why, []).append(stage.name)
+                        task.advance()
+                    elif not stage.applies(ctx):
+                        task.advance()
+                    elif beside and stage.kernel_only and ctx.kernel is not None:
+                        aside.append((len(outputs), stage, _Beside(stage, ctx)))
+                        outputs.append(None)  # its place: the rows keep the stage order
+                    else:
+                        with task.item(stage.name):
+                            out = stage.compute(ctx)
+                        _check_output(stage, out)
+                        outputs.append(out)
+                for index, stage, job in aside:
                     with task.item(stage.name):
-                        out = stage.compute(ctx)
-                    _check_output(stage, out)
-                    outputs.append(out)
-                else:
-                    task.advance()
+                        outputs[index] = job.result()
+                        task.detail(f"beside the later stages {job.seconds:.1f} s")
+                    _check_output(stage, outputs[index])
+            finally:
+                for _, _, job in aside:  # a failed stage: the others end before the run's row is made
+                    job.thread.join()
     except Exception as exc:  # a failed run is a row, not a crash
         row.update(status="failed", message=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return {"summary": pd.DataFrame([row])}
@@ -357,12 +399,14 @@ def _run_study(spec: StudySpec, progress, executor: str, jobs: int | None, sched
     start = time.perf_counter()
     outcomes = [None] * len(runs)
     progress = progress if isinstance(progress, Progress) else Progress(bool(progress))
+    beside = len(runs) == 1 and usable_cpus() >= 2  # one run: a second CPU for its kernel-only stages
     if len(runs) == 1 and executor == "serial" and progress.enabled:  # in this process: its stages, as they go
-        work = functools.partial(execute_run, spec, param_names=param_names, progress=progress, keyed=False)
+        work = functools.partial(execute_run, spec, param_names=param_names, progress=progress, keyed=False,
+                                 beside=beside)
         for index, outcome in map_unordered(work, runs, executor=executor):
             outcomes[index] = outcome
     else:
-        work = functools.partial(execute_run, spec, param_names=param_names, keyed=False)
+        work = functools.partial(execute_run, spec, param_names=param_names, keyed=False, beside=beside)
         with progress.task("runs", total=len(runs), unit="runs") as task:
             for index, outcome in map_unordered(work, runs, executor=executor, jobs=jobs, scheduler=scheduler):
                 outcomes[index] = outcome
