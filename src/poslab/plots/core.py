@@ -567,12 +567,10 @@ def _seed_summary(rows, label, fit_limit=None):
             return values if order is None else values[order]
 
         mean = column("mean_similarity")
-        out = pd.DataFrame({"distance": distance, "mean": mean, "sd": np.nan,
-                            "n_seeds": np.isfinite(mean).astype(int),
-                            "fit": column("fitted_similarity", fit_limit)})
-        for name, col in bands.items():
-            out[name] = column(col)
-        return out
+        # copy=False: the columns as made here, not stacked into one block (a copy of 10^6 rows x 6)
+        return pd.DataFrame({"distance": distance, "mean": mean, "sd": np.full(len(distance), np.nan),
+                             "n_seeds": np.isfinite(mean).astype(int), "fit": column("fitted_similarity", fit_limit),
+                             **{name: column(col) for name, col in bands.items()}}, copy=False)
     if fit_limit is not None and "fitted_similarity" in rows:
         fitted = rows["fitted_similarity"].to_numpy(dtype=float, copy=True)
         fitted[rows["distance"].to_numpy(dtype=float) > fit_limit] = np.nan
@@ -836,11 +834,13 @@ def _open_interval(ax, low: float, y: float, colour, **style) -> None:
 
 def _hidden_curves(per_label: dict, labels, names) -> list[str]:
     """Caption lines naming curves hidden under a later one (identical profiles: only the last is visible)."""
-    curves = {label: per_label[label][["distance", "mean"]].to_numpy(dtype=float) for label in labels}
+    def curve(label):  # made when compared only: a label alone, or of its own length, is never copied
+        return per_label[label][["distance", "mean"]].to_numpy(dtype=float)
+
     lines = []
     for i, label in enumerate(labels):
-        same = next((other for other in labels[:i] if curves[other].shape == curves[label].shape
-                     and np.allclose(curves[other], curves[label], rtol=0, atol=1e-9, equal_nan=True)), None)
+        same = next((other for other in labels[:i] if len(per_label[other]) == len(per_label[label])
+                     and np.allclose(curve(other), curve(label), rtol=0, atol=1e-9, equal_nan=True)), None)
         if same is not None:
             lines.append(f"{names[same]} lies under {names[label]} (drawn after it): their profiles are identical")
     return lines
@@ -1068,7 +1068,9 @@ def first_minimum_figure(tables, title=None):
             others = [str(x) for x in seeds if x != int(run["seed"])]
             unshown.append(f"{names[label]}: seed {int(run['seed'])} shown, seed{'s' if len(others) > 1 else ''} "
                            f"{', '.join(others)} not shown")
-        rows = rows[rows["seed"].isna() if pd.isna(run["seed"]) else rows["seed"] == run["seed"]]
+        this_run = (rows["seed"].isna() if pd.isna(run["seed"]) else rows["seed"] == run["seed"]).fillna(False).to_numpy(bool)
+        if not this_run.all():  # no filter (a copy of every column) when the label has one run
+            rows = rows[this_run]
         keep = drawn_points(rows["distance"].to_numpy(dtype=float), rows["mean_similarity"].to_numpy(dtype=float))
         decimated |= keep.size < len(rows)
         rows = rows.iloc[keep]  # long profiles: decimated
