@@ -11,14 +11,12 @@ from __future__ import annotations
 import gc
 import importlib.metadata
 import json
-import math
 import os
 import platform
 import select
 import signal
 import sys
 import threading
-import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -27,11 +25,10 @@ import pandas as pd
 
 from .. import __version__
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
-from .._threads import usable_cpus
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
-from .runner import TABLES, StudyResult, old_objects_frozen
+from .runner import TABLES, StudyResult, free_cpu, old_objects_frozen
 
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
            "FIGURES"]
@@ -377,34 +374,13 @@ class _FigureWorker:
     @staticmethod
     def usable(tables) -> bool:
         """A worker pays: fork with a parent-death signal (Linux), a CPU free for it (2 CPUs or more, and other
-        work keeping at most CPUs - 1.5 of them busy now, :func:`_busy_cpus`: on a machine already busy the
+        work keeping at most CPUs - 1.5 of them busy now, :func:`~poslab.study.runner.free_cpu`: on a machine already busy the
         worker only adds its ~0.3 s of start and copy-on-write, benchmarks/README.md), 2 figures or more to draw,
         and the caller is the main thread (the worker dies with the thread that forked it)."""
         if not (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
                 and len(drawable(tables)) >= 2 and len(STUDY_FIGURES) < 256):  # a figure is a byte in the pipe
             return False
-        cpus = usable_cpus()
-        return cpus >= 2 and _busy_cpus() <= cpus - 1.5
-
-
-def _busy_cpus(samples: int = 5) -> float:
-    """How many CPUs other work keeps busy now: the runnable threads in ``/proc/loadavg`` (its fourth field,
-    ``running/total``), this reading thread excepted, averaged over a few samples a millisecond apart.
-
-    An instant count rather than the load average: the load average of the last minute still holds the work of
-    an earlier run that has ended (back-to-back ``poslab run`` commands would each find the machine busy with
-    their predecessor). Unreadable: every CPU counted busy (no worker).
-    """
-    counts = []
-    for i in range(samples):
-        try:
-            with open("/proc/loadavg") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
-        except (OSError, IndexError, ValueError):
-            return math.inf
-        if i + 1 < samples:
-            time.sleep(0.001)
-    return sum(counts) / len(counts)
+        return free_cpu()
 
 
 def _die_with_parent() -> None:

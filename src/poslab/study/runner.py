@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import math
 import threading
 import time
 import warnings
@@ -199,6 +200,34 @@ def old_objects_frozen():
                 _frozen_depth -= 1
                 if _frozen_depth == 0:
                     gc.unfreeze()
+
+
+def free_cpu() -> bool:
+    """Whether a second CPU is free for this process now: 2 usable CPUs or more, and other work keeping at most
+    CPUs - 1.5 of them busy (:func:`_busy_cpus`). Work put beside the main thread (a run's kernel-only stages,
+    the figure worker) only pays then: on a busy machine it adds its memory and switching and gains nothing."""
+    cpus = usable_cpus()
+    return cpus >= 2 and _busy_cpus() <= cpus - 1.5
+
+
+def _busy_cpus(samples: int = 5) -> float:
+    """How many CPUs other work keeps busy now: the runnable threads in ``/proc/loadavg`` (its fourth field,
+    ``running/total``), this reading thread excepted, averaged over a few samples a millisecond apart.
+
+    An instant count rather than the load average: the load average of the last minute still holds the work of
+    an earlier run that has ended (back-to-back ``poslab run`` commands would each find the machine busy with
+    their predecessor). Unreadable: every CPU counted busy (no worker).
+    """
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return math.inf
+        if i + 1 < samples:
+            time.sleep(0.001)
+    return sum(counts) / len(counts)
 
 
 class StageOutputError(RuntimeError):
@@ -399,7 +428,7 @@ def _run_study(spec: StudySpec, progress, executor: str, jobs: int | None, sched
     start = time.perf_counter()
     outcomes = [None] * len(runs)
     progress = progress if isinstance(progress, Progress) else Progress(bool(progress))
-    beside = len(runs) == 1 and usable_cpus() >= 2  # one run: a second CPU for its kernel-only stages
+    beside = len(runs) == 1 and free_cpu()  # one run, a CPU free: its kernel-only stages in a second thread
     if len(runs) == 1 and executor == "serial" and progress.enabled:  # in this process: its stages, as they go
         work = functools.partial(execute_run, spec, param_names=param_names, progress=progress, keyed=False,
                                  beside=beside)
