@@ -404,7 +404,8 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     finite = np.isfinite(y)
     all_finite = bool(finite.all())
     idx = np.arange(n)
-    prev = np.maximum.accumulate(np.where(finite, idx, -1), axis=1)  # last finite column at or before each
+    # last finite column at or before each (without a gap: the column itself)
+    prev = np.broadcast_to(idx, y.shape) if all_finite else np.maximum.accumulate(np.where(finite, idx, -1), axis=1)
 
     values = np.full((n_rows, m), np.nan)
     status = np.zeros((n_rows, m), dtype=np.int8)
@@ -455,10 +456,10 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
 
     # first minimum (the first_minimum stage's rule, vectorised)
     fm_col = col["first_minimum"]
-    yy = np.where(finite, y, np.inf)
+    yy = y if all_finite else np.where(finite, y, np.inf)
     running = np.minimum.accumulate(yy, axis=1)
     trough = np.maximum.accumulate(np.where(yy == running, idx, 0), axis=1)
-    rise = np.where(finite, y - running, -np.inf)
+    rise = y - running if all_finite else np.where(finite, y - running, -np.inf)
     qualifies = rise >= min_rise
     if se is not None:
         s = np.broadcast_to(np.asarray(se, dtype=np.float64), y.shape)
@@ -595,8 +596,11 @@ def _degenerate(d, y, finite, has_min, min_rise) -> tuple[np.ndarray, tuple[str,
             reasons[r] = ("no finite similarity beyond distance 0" if count_beyond[r] == 0 else
                           f"{count[r]} distances with a finite value, fewer than {MIN_POINTS}")
             continue
-        v = y[r, beyond[r]]
-        dv = d[beyond[r]]
+        first_beyond = int(np.argmax(beyond[r]))
+        if count_beyond[r] == n - first_beyond:  # every point from there on (no gap): views, no copies
+            v, dv = y[r, first_beyond:], d[first_beyond:]
+        else:
+            v, dv = y[r, beyond[r]], d[beyond[r]]
         first = v[0]
         median = float(np.median(v))
         if abs(first - median) <= min_rise:
