@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import gc
 import math
+import os
 import threading
 import time
 import warnings
@@ -211,23 +212,41 @@ def free_cpu() -> bool:
 
 
 def _busy_cpus(samples: int = 5) -> float:
-    """How many CPUs other work keeps busy now: the runnable threads in ``/proc/loadavg`` (its fourth field,
-    ``running/total``), this reading thread excepted, averaged over a few samples a millisecond apart.
+    """How many CPUs other processes keep busy now: the runnable threads in ``/proc/loadavg`` (its fourth field,
+    ``running/total``) less this process's own (``/proc/self/task/*/stat``, state R: e.g. ``poslab run``'s
+    thread importing the figures, and this reading thread), averaged over a few samples a millisecond apart.
 
     An instant count rather than the load average: the load average of the last minute still holds the work of
     an earlier run that has ended (back-to-back ``poslab run`` commands would each find the machine busy with
-    their predecessor). Unreadable: every CPU counted busy (no worker).
+    their predecessor). Unreadable: every CPU counted busy (nothing beside).
     """
     counts = []
     for i in range(samples):
         try:
             with open("/proc/loadavg") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+                running = int(f.read().split()[3].split("/")[0])
+            counts.append(max(running - _own_running(), 0))
         except (OSError, IndexError, ValueError):
             return math.inf
         if i + 1 < samples:
             time.sleep(0.001)
     return sum(counts) / len(counts)
+
+
+def _own_running() -> int:
+    """This process's runnable threads (at least 1: the caller)."""
+    own = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                own += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(own, 1)
 
 
 class StageOutputError(RuntimeError):
