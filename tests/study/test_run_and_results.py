@@ -307,3 +307,22 @@ def test_no_resamples_gives_the_same_analysis_without_intervals(tmp_path):
     assert full.summary["decay_length_ci_low"].notna().any()
     out = write_results(bare, tmp_path / "out")
     assert not (out / "bootstrap.csv").exists() and (out / "decay_lengths.png").is_file()
+
+
+def test_a_long_table_written_by_two_threads_is_the_file_written_in_one_piece(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from poslab.study import results
+
+    rng = np.random.default_rng(3)
+    n = 1001
+    frame = pd.DataFrame({"label": pd.array(["rotary(rope_theta=10000)"] * n, dtype="str"),
+                          "seed": pd.array([None] * n, dtype="Int64"), "distance": np.arange(n),
+                          "mean_similarity": rng.normal(size=n), "fitted_similarity": np.where(rng.random(n) < .1,
+                                                                                                np.nan, 1 / 3)})
+    monkeypatch.setattr(results, "_CSV_SPLIT_ROWS", 10)  # 1001 rows: the split path, an odd half
+    results.write_csv(frame, tmp_path / "split.csv")
+    pacsv.write_csv(pa.table({c: results._arrow_column(frame[c]) for c in frame.columns}), str(tmp_path / "one.csv"))
+    assert (tmp_path / "split.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "split.csv"]  # the second half's file removed
