@@ -180,3 +180,23 @@ def test_the_command_exits_with_its_status_and_all_its_output(tmp_path):
     reader.stdout.close()  # the reader has gone before the first line: `poslab encodings | true`
     assert reader.wait(timeout=60) == 141
     assert reader.stderr.read() == b""  # no "internal error", no "Exception ignored"
+
+
+def test_the_command_sets_its_process_settings_unless_the_user_has(monkeypatch):
+    """The ``poslab`` command sets OPENBLAS_THREAD_TIMEOUT and NUMPY_MADVISE_HUGEPAGE before numpy loads (its
+    workers inherit them); a value the user has set is kept."""
+    import os
+    import types
+
+    import pytest
+
+    from poslab import cli
+
+    assert cli.PROCESS_SETTINGS == {"OPENBLAS_THREAD_TIMEOUT": "4", "NUMPY_MADVISE_HUGEPAGE": "0"}
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    monkeypatch.setattr(cli, "main", lambda **kwargs: None)
+    monkeypatch.setattr(cli, "atexit", types.SimpleNamespace())  # no exit handlers to run: a plain sys.exit
+    with pytest.raises(SystemExit):
+        cli.entry()
+    assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "4" and os.environ["NUMPY_MADVISE_HUGEPAGE"] == "1"
