@@ -162,3 +162,30 @@ def test_a_figure_abandoned_with_its_folder_is_not_warned_about(result, tmp_path
     assert not caught
     with pytest.warns(res.FigureFailedWarning, match="could not be drawn"):
         assert res._draw_figure(*args) == []
+
+
+def test_a_hung_worker_is_killed_and_its_figures_drawn_here(result, tmp_path, monkeypatch, workers):
+    """A worker that stops reporting (a lock held at the fork, say) is killed once this process has drawn its share
+    and waited its patience; nothing is lost and the command does not hang."""
+    import threading
+
+    for thread in threading.enumerate():  # an earlier test's abandoned drawing thread: its catch_warnings exit
+        if thread.name == "poslab-figures":  # would restore the filters from before pytest.warns below
+            thread.join(60)
+
+    def hang(draw, tables, title):
+        time.sleep(600)
+
+    _figures(monkeypatch, hang, here_first_sleep=0.2)
+    monkeypatch.setattr(res, "WORKER_PATIENCE", (0.5, 1.0))
+    start = time.monotonic()
+    with pytest.warns(RuntimeWarning, match=r"figure worker process ended \(killed: no figure reported for \d+ s\) "
+                                            r"before drawing .*drawn in this process instead"):
+        out = write_results(result, tmp_path / "res")
+    assert time.monotonic() - start < 60
+    meta = json.loads((out / "manifest.json").read_text())
+    assert meta["failed_figures"] == {} and len(meta["figures"]) >= 4
+    assert all((out / name).stat().st_size > 0 for name in meta["figures"])
+    assert workers[0].status.startswith("killed: no figure reported") and _no_leftovers(tmp_path) == []
+    with pytest.raises(ChildProcessError):
+        os.waitpid(workers[0].pid, os.WNOHANG)  # reaped: no zombie left

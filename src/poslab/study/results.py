@@ -17,6 +17,7 @@ import select
 import signal
 import sys
 import threading
+import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -223,10 +224,15 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
         if (drawn is None) == (filename in expected):  # nothing to draw after all, or drawn unexpectedly
             task.set_total(task.total + (1 if drawn is not None else -1))
 
+    slowest = 0.0  # seconds, the longest figure drawn here: how long the worker may go without a report
+
     def draw_here(filename):
+        nonlocal slowest
+        start = time.perf_counter()
         with task.item(filename) as item:
             account(item, filename, _draw_figure(filename, STUDY_FIGURES[filename], tables, folder, title, failed,
                                                  left_out, settings, abandoned=stopped))
+        slowest = max(slowest, time.perf_counter() - start)
 
     def drawn_there(reports):  # the figures the worker has drawn meanwhile
         for report in reports:
@@ -246,7 +252,8 @@ def _draw_figures(tables, folder: Path, title, failed, left_out, task, settings:
             while not stopped() and (filename := worker.take()) is not None:
                 draw_here(filename)
                 drawn_there(worker.reports(block=False))
-            drawn_there(worker.reports(block=True, stop=stop))  # until the worker has exited
+            patience = max(WORKER_PATIENCE[0], WORKER_PATIENCE[1] * slowest)
+            drawn_there(worker.reports(block=True, stop=stop, patience=patience))  # until it has exited (or hung)
         finally:
             worker.kill()  # at once if this thread raised; else it has exited already
             worker.close()
@@ -273,6 +280,12 @@ def _replay(report: dict, folder: Path, failed, left_out) -> list[Path] | None:
     if report["left_out"] is not None and left_out is not None:
         left_out[report["figure"]] = report["left_out"]
     return None if report["drawn"] is None else [folder / name for name in report["drawn"]]
+
+
+#: How long the figure worker may go without reporting a figure, once this process has drawn its share, before
+#: it is taken for hung and killed (its figures are then drawn here, with a warning): the larger of a floor
+#: (seconds) and a multiple of the slowest figure drawn in this process.
+WORKER_PATIENCE = (60.0, 10.0)
 
 
 class _FigureWorker:
@@ -316,6 +329,7 @@ class _FigureWorker:
         os.close(done_w)
         self.pid, self.todo, self.done = pid, todo_r, done_r
         self.buffer = b""
+        self.heard = time.monotonic()  # when the worker last reported (or started)
         self.status: str | None = None  # how the worker ended, once it has
         self.lock = threading.Lock()
 
@@ -327,13 +341,20 @@ class _FigureWorker:
             return None
         return self.names[byte[0]] if byte else None
 
-    def reports(self, *, block: bool, stop: threading.Event | None = None) -> list[dict]:
-        """The worker's reports received so far; with ``block``, every report until it exits (or ``stop``)."""
-        out = []
+    def reports(self, *, block: bool, stop: threading.Event | None = None,
+                patience: float | None = None) -> list[dict]:
+        """The worker's reports received so far; with ``block``, every report until it exits (or ``stop``).
+
+        A worker that has sent nothing for ``patience`` seconds since the later of its last report and this
+        call (blocking only) is taken for hung (a lock held by another thread at the fork, say) and killed; the
+        figures it had taken are then drawn here.
+        """
+        out, waiting_since = [], time.monotonic()
         while self.status is None:
             ready, _, _ = select.select([self.done], [], [], 0.25 if block else 0)
             if ready:
                 chunk = os.read(self.done, 1 << 16)
+                self.heard = time.monotonic()
                 if not chunk:  # the worker has exited (or died)
                     self._reap()
                     break
@@ -342,6 +363,10 @@ class _FigureWorker:
                 out.extend(json.loads(line) for line in lines)
             elif not block or (stop is not None and stop.is_set()):
                 break
+            elif patience is not None and time.monotonic() - max(self.heard, waiting_since) > patience:
+                self._reap(kill=True)
+                if self.status.startswith("killed"):  # not an exit that came just before the kill
+                    self.status = f"killed: no figure reported for {patience:.0f} s"
         return out
 
     def _reap(self, kill: bool = False) -> None:
