@@ -58,7 +58,6 @@ those intervals empty with ``ci_method = "exact"``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -67,7 +66,7 @@ import numpy as np
 import scipy  # scipy.optimize (~0.1 s) loads on its first use: poslab run imports it beside the analysis
 from scipy import fft, special
 
-from .._threads import analysis_threads
+from .._threads import analysis_threads, one_blas_thread
 from .bands import first_crossings
 from .decay import MAXFEV, DecayFits
 from .summaries import threshold_name
@@ -476,26 +475,6 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     return sums
 
 
-def _one_blas_thread(function):
-    """``function`` run with BLAS (the resampled profiles' ``weights @ sums``) on one thread.
-
-    Its products are small (n_resamples × n_units by n_units × a chunk of distances): a second BLAS thread saved
-    little and then spun, waiting for the next product, while this thread did the elementwise work (quantiles,
-    summaries) — 13.3 against 8.3 CPU-s for the bootstrap of a 2^20-position run (2 CPUs, load 4). One thread also
-    makes the replicates' last bits the same whatever the pool's thread limit (BLAS's edge kernels depend on how
-    a product is split between threads: 1e-19 in profile_ci).
-    """
-
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
-            return function(*args, **kwargs)
-
-    return wrapper
-
-
 def resample_units(sums, counts, n_resamples: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """Resample units (anchor blocks or seeds) with replacement and pool them.
 
@@ -834,7 +813,7 @@ def bootstrap_anchor_blocks(distance, blocks: AnchorBlocks, n_resamples: int, rn
                            summarise=summarise, progress=progress)
 
 
-@_one_blas_thread
+@one_blas_thread
 def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: DecayFits, thresholds,
                     level: float = BOOTSTRAP_LEVEL, method: str = "anchor_block", block_length: int | None = None,
                     max_failed_fraction: float = MAX_FAILED_FRACTION, correlation_length: float = 0.0,
@@ -950,7 +929,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
                                summaries=replicates, summaries_ci=summaries_ci)
 
 
-@_one_blas_thread
+@one_blas_thread
 def summary_replicates(distance, sums, counts, weights, summarise, *, progress=None, _blocks=False) -> dict:
     """The model-free summaries of resampled profiles, a chunk of resamples (~64 MB) at a time.
 

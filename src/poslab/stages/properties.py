@@ -7,8 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .._threads import analysis_threads
 from .._validation import Integer, Real
-from ..analysis.properties import (LOCALITY_REACH, LOCALITY_TAU, anchor_positions, kernel_properties, monotonicity,
-                                   table_properties)
+from ..analysis.properties import LOCALITY_REACH, LOCALITY_TAU, kernel_properties, monotonicity, table_properties
 from .base import Output, RunContext, Stage, register_stage, setting
 from .schema import Column, Table
 
@@ -66,7 +65,7 @@ class Properties(Stage):
             # GIL) while the profile, which this stage is the first to ask for, is computed. The BLAS threads are
             # left as they are: their number can change the last bit of a product, and so a tie
             with ThreadPoolExecutor(1) as pool:
-                future = pool.submit(monotonicity, units, ctx.max_distance, anchor_positions(len(units.vectors))[0])
+                future = pool.submit(monotonicity, units, ctx.max_distance)  # table_properties' anchors
                 ctx.profile  # computed (and cached) here, beside the ranking
                 ranked = future.result()
         props = table_properties(units, ctx.profile, tau=self.locality_tau, reach=self.locality_reach, ranked=ranked)
