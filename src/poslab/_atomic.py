@@ -65,6 +65,32 @@ def _temporary(parent: Path, name: str, role: str) -> tuple[Path, int | None]:
     return path, _lock(path)
 
 
+def _discard(path: Path, out: Path) -> None:
+    """Remove the temporary folder ``path`` (of the destination ``out``), which a thread of this process may still
+    be writing into: after Ctrl-C, :func:`poslab.study.write_results` does not wait for the figure under way.
+
+    The folder is first renamed to a fresh temporary name (onto an empty folder made for it), so that no file can
+    appear under its old path any more; a file created between a removal's listing and its final ``rmdir`` would
+    otherwise leave the folder behind. The lock moves with it (it is on the folder itself). Removed again, a few
+    times at most, should a file still have appeared.
+    """
+    target = path
+    try:
+        trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.poslab-tmp-", dir=path.parent))
+    except OSError:
+        trash = None
+    if trash is not None:
+        try:
+            os.rename(path, trash)  # replaces the empty folder (POSIX); elsewhere it fails: removed in place
+            target = trash
+        except OSError:
+            trash.rmdir()
+    for _ in range(10):
+        shutil.rmtree(target, ignore_errors=True)
+        if not os.path.lexists(target):
+            break
+
+
 def remove_stale_temporaries(parent) -> list[Path]:
     """Remove poslab temporaries in ``parent`` left by a process that died; return what was removed or restored.
 
@@ -224,7 +250,7 @@ class AtomicFolder:
 
     def __exit__(self, *exc) -> bool:
         if self.path is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
+            _discard(self.path, self.out)
             self.path = None
         _unlock(self._fd)
         self._fd = None
