@@ -88,3 +88,17 @@ def test_the_analysis_a_worker_imports_loads_neither_scipy_stats_nor_plotting():
             "assert not late, late\nprint('clean')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr
+
+
+def test_a_run_starts_before_scipy_fft_and_special_load():
+    """``poslab run`` prints its first line and starts the analysis before scipy.fft and scipy.special (~0.25 s)
+    are imported: the analysis imports them on first use, and the command imports them in its background thread
+    meanwhile. What the run imports up front (poslab.study, the stages) must not pull them in again."""
+    code = ("import sys\nimport poslab.study, poslab.study.runner, poslab.stages\n"
+            "loaded = [m for m in ('scipy.fft', 'scipy.special', 'scipy.optimize') if m in sys.modules]\n"
+            "assert not loaded, loaded\n"
+            "import numpy as np\nfrom poslab import similarity_profile\n"
+            "similarity_profile(np.random.default_rng(0).normal(size=(64, 8)))\n"
+            "assert 'scipy.fft' in sys.modules\nprint('clean')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr

@@ -63,8 +63,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy  # scipy.optimize (~0.1 s) loads on its first use: poslab run imports it beside the analysis
-from scipy import fft, special
+import scipy  # scipy.fft, scipy.special and scipy.optimize (~0.3 s) load on their first use: poslab run imports them beside the analysis
 
 from .._threads import analysis_threads, one_blas_thread
 from .bands import first_crossings
@@ -299,9 +298,9 @@ def politis_white(x) -> tuple[float, float]:
     if n < 8:
         return 1.0, 0.0
     z = x - x.mean()
-    n_fft = fft.next_fast_len(2 * n, real=True)
-    f = fft.rfft(z, n_fft)
-    acov = fft.irfft(f * np.conj(f), n_fft)[:n] / n
+    n_fft = scipy.fft.next_fast_len(2 * n, real=True)
+    f = scipy.fft.rfft(z, n_fft)
+    acov = scipy.fft.irfft(f * np.conj(f), n_fft)[:n] / n
     if not acov[0] > 1e-300:
         return 1.0, 0.0
     rho = acov / acov[0]
@@ -396,7 +395,7 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     n, dim = x.shape
     length = block_length
     n_blocks = math.ceil(n / length)
-    n_fft = fft.next_fast_len(2 * length, real=True)  # C(t) for t in (-L, L) without wrap-around
+    n_fft = scipy.fft.next_fast_len(2 * length, real=True)  # C(t) for t in (-L, L) without wrap-around
     reach = min(n_blocks - 1, (size - 1) // length + 1)  # largest block offset c - b a distance needs
     # at least 16 dims per chunk: the per-frequency (n_blocks x chunk) products are inefficient below
     # (measured at n = 1,048,576: 1.7 s per dim with 2 dims per product, 0.04 s with 32)
@@ -461,7 +460,7 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
         hi = min(n_blocks, b + reach + 1)
         (r0, _), group = next((r, g) for r, g in zip(rows, spectra) if r[0] <= b < r[1])
         # corr[t, o] = C_{b,b+o}(t), t mod n_fft
-        corr = fft.irfft(group[:, b - r0, b - r0:hi - r0], n=n_fft, axis=0, workers=threads)
+        corr = scipy.fft.irfft(group[:, b - r0, b - r0:hi - r0], n=n_fft, axis=0, workers=threads)
         # k = o·L + r: sums[b, k] = C_{b,b+o}(r) + C_{b,b+o+1}(r − L), a run of L distances per offset o, added in
         # that order (near, then far)
         for o in range(hi - b):  # near: offsets o < hi − b
@@ -650,8 +649,8 @@ def interval_widening(n_units: int, level: float, correlation_length: float = 0.
     """
     if n_units < 2:
         return 1.0
-    z = special.ndtri((1 + level) / 2)  # the normal quantile (scipy.stats.norm.ppf, without importing scipy.stats)
-    factor = math.sqrt(n_units / (n_units - 1)) * special.stdtrit(n_units - 1, (1 + level) / 2) / z
+    z = scipy.special.ndtri((1 + level) / 2)  # the normal quantile (scipy.stats.norm.ppf, without importing scipy.stats)
+    factor = math.sqrt(n_units / (n_units - 1)) * scipy.special.stdtrit(n_units - 1, (1 + level) / 2) / z
     if block_length and correlation_length > 0:
         factor /= math.sqrt(1 - min(correlation_length / block_length, 0.5))
     return float(factor)

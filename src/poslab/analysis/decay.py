@@ -158,8 +158,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-import scipy  # scipy.optimize (~0.1 s) loads on its first use: poslab run imports it beside the analysis
-from scipy import fft, special
+import scipy  # scipy.fft, scipy.special and scipy.optimize (~0.3 s) load on their first use: poslab run imports them beside the analysis
 
 __all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
            "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS", "fit_range_end",
@@ -368,7 +367,7 @@ def _dominant_period(d, z):
     step = grid[1] - grid[0]
     if not np.allclose(np.diff(d), step, rtol=1e-6, atol=0):
         z = np.interp(grid, d, z)
-    k = int(np.argmax(np.abs(fft.rfft(z))[1:])) + 1
+    k = int(np.argmax(np.abs(scipy.fft.rfft(z))[1:])) + 1
     return d.size * step / k
 
 
@@ -899,9 +898,9 @@ def autocorrelation_time(x) -> float:
     if n < 4 or not np.any(x != x[0]):
         return 1.0
     z = x - x.mean()
-    n_fft = fft.next_fast_len(2 * n, real=True)
-    f = fft.rfft(z, n_fft)
-    acf = fft.irfft(f * np.conj(f), n_fft)[:n]
+    n_fft = scipy.fft.next_fast_len(2 * n, real=True)
+    f = scipy.fft.rfft(z, n_fft)
+    acf = scipy.fft.irfft(f * np.conj(f), n_fft)[:n]
     acf = acf / acf[0]
     taus = 2 * np.cumsum(acf) - 1
     windows = np.arange(n)
@@ -947,7 +946,7 @@ class _Gate:
         if not mean > 0:
             return misfit, 0.0, math.inf
         g, h = square / mean, mean**2 / square  # Satterthwaite: Σ λ_j χ²_1 ≈ g χ²_h, same mean and variance
-        return misfit, float(special.chdtrc(h, total / g)), total / mean  # the χ²_h survival function
+        return misfit, float(scipy.special.chdtrc(h, total / g)), total / mean  # the χ²_h survival function
 
     def fails(self, misfit, p_value) -> bool:
         if self.test == "none" or not misfit > self.tolerance:
@@ -1114,7 +1113,7 @@ def _spearman(x, y) -> tuple[float, float]:
     dof = x.size - 2
     with np.errstate(divide="ignore"):
         t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
-    return float(rs), float(2 * special.stdtr(dof, -np.abs(t)))
+    return float(rs), float(2 * scipy.special.stdtr(dof, -np.abs(t)))
 
 
 def _check_models(models) -> list[DecayModel]:
@@ -1269,7 +1268,7 @@ def _fit_one(model, d, y, sigma, target="profile", level=CI_LEVEL, min_aic_gain=
         return unfit("no_better_than_constant",
                      f"AIC {aic:.4g} is not at least {min_aic_gain:g} below that of a constant ({aic_constant:.4g}): "
                      "the decay is not supported over no decay")
-    t = float(special.stdtrit(max(n_pts / tau - k, 1), (1 + level) / 2))  # Student's t quantile
+    t = float(scipy.special.stdtrit(max(n_pts / tau - k, 1), (1 + level) / 2))  # Student's t quantile
     has_length = np.isfinite(length)
     return DecayFit(
         model.name, "ok", "", dict(zip(model.param_names, map(float, popt))),

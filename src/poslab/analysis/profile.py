@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy import fft
+import scipy  # scipy.fft (~0.3 s with scipy.special) loads on its first use: poslab run imports it beside the analysis
 
 from .._threads import analysis_threads
 from .._validation import check_positive_int
@@ -217,17 +217,17 @@ def _similarity_profile(units: UnitRows, max_distance: int, *, precision: str = 
 def _lag_sums(x: np.ndarray, size: int, dtype) -> np.ndarray:
     """Σ_i x_i · x_{i+k} for k = 0..size − 1 (float64), x of shape (n, dim), by real FFTs."""
     n, dim = x.shape
-    length = fft.next_fast_len(n + size - 1, real=True)  # no wrap-around up to lag size − 1
+    length = scipy.fft.next_fast_len(n + size - 1, real=True)  # no wrap-around up to lag size − 1
     chunk = max(1, min(dim, _FFT_ENTRIES // length))
     power = np.zeros(length // 2 + 1)
     buf = np.zeros((chunk, length), dtype=dtype)
     for c0 in range(0, dim, chunk):
         m = min(chunk, dim - c0)
         buf[:m, :n] = x[:, c0:c0 + m].T
-        spec = fft.rfft(buf[:m], axis=1, workers=analysis_threads())
+        spec = scipy.fft.rfft(buf[:m], axis=1, workers=analysis_threads())
         power += np.einsum("ij,ij->j", spec.real, spec.real, dtype=np.float64)
         power += np.einsum("ij,ij->j", spec.imag, spec.imag, dtype=np.float64)
-    return fft.irfft(power, n=length, workers=analysis_threads())[:size]
+    return scipy.fft.irfft(power, n=length, workers=analysis_threads())[:size]
 
 
 def _stratified_anchors(n: int, count: int, rng: np.random.Generator) -> np.ndarray:

@@ -326,7 +326,7 @@ def _worker(conn, payload: bytes, threads: int) -> None:
 #: What every worker imports, loaded once by the fork server: its workers are forks of it, not new interpreters.
 #: ``__main__`` (a script, imported by path) is multiprocessing's default; Python versions whose fork server cannot
 #: preload it (CPython issue 126631, 3.11 among them) import it in each worker instead.
-_PRELOAD = ["__main__", "poslab.study.runner", "scipy.optimize", "threadpoolctl"]  # the fits import scipy.optimize lazily
+_PRELOAD = ["__main__", "poslab.study.runner", "scipy.fft", "scipy.optimize", "threadpoolctl"]  # imported lazily by the analysis
 
 
 def _context():
