@@ -58,7 +58,8 @@ def test_an_exact_run_draws_no_resamples(exact, sampled):
 
 
 #: how each footnote's marker looks in the table
-MARKS = {"(exact)": r"\(exact\)", "(ill-conditioned": r"\(ill-conditioned: \d", "[low, >]": r", >\]", "*": r"\*",
+MARKS = {"(exact)": r"\(exact\)", "(ill-conditioned": r"\(ill-conditioned: \d", "ends at a–b":
+         r"\(ill-conditioned: ends at \d", "[low, >]": r", >\]", "*": r"\*",
          "> N": r" > \d", "flat": r" flat( |$)", "noise": r" noise( |$)", "n/a": r" n/a( |$)", "-": r" -( |$)"}
 
 
@@ -85,5 +86,15 @@ def test_each_marker_printed_is_explained_and_only_those(exact, sampled):
                         "after its first crossing, and a change of ±0.02 in the level moves that crossing from 3.2 to 9.7)")
     text = _summary_text(ill)
     assert re.search(r"\d+ \[\d+, \d+\] \(ill-conditioned: 3–10\)", text) and "(ill-conditioned" in _check(text)
+    # an integral scale ending at an ill-conditioned zero crossing shows the crossing's range as such
+    reason = ("S comes back above the level 5 time(s) after its first crossing, and a change of ±0.02 in the level "
+              "moves that crossing from 40.2 to 61.7")
+    ended = smooth.assign(zero_crossing=50, integral_scale=21.5, zero_crossing_ci_low=44, zero_crossing_ci_high=58,
+                          summary_notes=f"zero_crossing: ill_conditioned ({reason}); integral_scale: ill_conditioned "
+                                        f"(it ends at the zero crossing, which is ill-conditioned: {reason})")
+    text = _summary_text(ended)
+    assert re.search(r"21\.5 \[[^]]*\] \(ill-conditioned: ends at 40–62\)", text)
+    assert "50 [44, 58] (ill-conditioned: 40–62)" in text
+    assert _check(text)[:2] == ["(ill-conditioned", "ends at a–b"]
     failed = smooth.assign(status="failed")
     assert _check(_summary_text(failed)) == ["-"]

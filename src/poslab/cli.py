@@ -420,7 +420,7 @@ def _summary_text(summary) -> str:
                 text = fmt.format(value) if exact[i] or not col.interval else \
                     _interval(value, r.get(name + "_ci_low"), r.get(name + "_ci_high"), fmt)
                 text += f" (ill-conditioned{ill})"
-                seen.add("ill")
+                seen.add("ends" if ill.startswith(": ends at") else "ill")
                 if text.count(", >]"):
                     seen.add("open")
             elif col.interval and exact[i]:
@@ -454,6 +454,9 @@ _FOOTNOTES = {
               "(ci_method exact); the fit's own uncertainty is decay_length_se in decay_metrics.csv"),
     "ill": ("(ill-conditioned: a–b): the profile comes back above the level later on, and a change of ±0.02 in "
             "the level moves the crossing from a to b (summaries.csv ill_conditioned, crossing_low/_high)"),
+    "ends": ("ends at a–b: an integral scale \"(ill-conditioned: ends at a–b)\" is integrated up to an "
+             "ill-conditioned zero crossing, which a change of ±0.02 in the level moves from a to b (the range of "
+             "the crossing, not of the integral)"),
     "open": "[low, >]: the interval is open above: the data give no upper end within the window",
     "*": "*: moves by more than 5 % between a quarter, half and all of the run's window (window_sensitivity.csv)",
     "beyond": "> N: not reached within the window, up to distance N (status not_reached)",
@@ -471,16 +474,18 @@ _FOOTNOTES = {
 
 
 def _ill_conditioned(notes: str, name: str) -> str | None:
-    """': a–b' (the range of an ill-conditioned crossing, from ``summary_notes``), '' without a range, or None."""
+    """': a–b' (the range of an ill-conditioned crossing, from ``summary_notes``; ': ends at a–b' for a summary
+    that ends at such a crossing, the integral scale), '' without a range, or None."""
     import re
 
-    match = re.search(rf"(?:^|; ){re.escape(name)}: ill_conditioned( \([^;]*?from ([-\d.e+]+) to ([-\d.e+]+)\))?",
-                      notes)
+    match = re.search(rf"(?:^|; ){re.escape(name)}: ill_conditioned( \((it ends at )?[^;]*?from ([-\d.e+]+) to "
+                      r"([-\d.e+]+)\))?", notes)
     if match is None:
         return None
-    if match.group(2) is None:
+    if match.group(3) is None:
         return ""
-    return f": {float(match.group(2)):.0f}–{float(match.group(3)):.0f}"
+    ends = "ends at " if match.group(2) else ""  # the integral scale: the range of the crossing it ends at, not its own
+    return f": {ends}{float(match.group(3)):.0f}–{float(match.group(4)):.0f}"
 
 
 #: Console width the summary table is wrapped to.
@@ -499,16 +504,17 @@ def _wrap_table(frame, width: int = _WIDTH) -> str:
                for label, n in numbers.items()]
         frame = frame.assign(label=frame["label"].map(numbers)).rename(columns={"label": "run"})
     ids = [c for c in frame.columns[:2]]
-    wide = {c: max(len(str(c)), frame[c].astype(str).map(len).max()) + 1 for c in frame.columns}
-    blocks, block = [], []
-    fixed = sum(wide[c] for c in ids)
+
+    def text(columns):  # as printed: pandas' own padding decides the width
+        return pd.DataFrame(frame[ids + columns]).to_string(index=False)
+
+    tables, block = [], []
     for column in frame.columns[2:]:
-        if block and fixed + sum(wide[c] for c in block) + wide[column] > width:
-            blocks.append(block)
+        if block and max(map(len, text(block + [column]).splitlines())) > width:
+            tables.append(text(block))
             block = []
         block.append(column)
-    blocks.append(block)
-    tables = [pd.DataFrame(frame[ids + b]).to_string(index=False) for b in blocks]
+    tables.append(text(block))
     return "\n".join(key + ([""] if key else []) + ["\n\n".join(tables)])
 
 

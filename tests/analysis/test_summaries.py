@@ -121,3 +121,15 @@ def test_first_minimum_depth():
     k = int(s["first_minimum"])
     assert k == np.argmin(y[:100])
     assert s.first_minimum_depth == pytest.approx(y[k:].max() - y[k], abs=1e-12)  # never falls below it again
+
+
+def test_an_integral_scale_ending_at_an_ill_conditioned_zero_crossing_says_so():
+    # a slow decay through 0 with a ripple after it: the zero crossing re-crosses; the integral up to it inherits
+    # the flag, and its reason says the range is that of the crossing it ends at, not of the integral itself
+    y = 0.5 - 0.08 * np.log1p(K) + 0.03 * np.sin(K / 5.0) * (K > 530)  # crosses 0 at ~517 slowly, ripples after
+    s = profile_summaries(K, y, thresholds=[0.5])
+    z, i = s.names.index("zero_crossing"), s.names.index("integral_scale")
+    assert s.ill_conditioned[z] and s.ill_conditioned[i]
+    assert s.reason[i].startswith("it ends at the zero crossing, which is ill-conditioned: ")
+    assert s.reason[i].endswith(s.reason[z]) and not s.reason[z].startswith("it ends")
+    assert s["integral_scale"] == pytest.approx(517 - 0.16 * (518 * math.log(518) - 517), rel=1e-2)  # ~82, not ~517

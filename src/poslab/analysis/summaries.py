@@ -685,8 +685,9 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
             reasons.append("S(0) is not positive: S / S(0) is not defined")
         elif st == "within_noise":
             reasons.append(_within_noise_reason(name, arrays, j, crossing_z, max_distance))
-        elif arrays.ill_conditioned[0, j]:
-            reasons.append(f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
+        elif arrays.ill_conditioned[0, j]:  # the integral scale: that of the zero crossing it is integrated up to
+            reasons.append(("it ends at the zero crossing, which is ill-conditioned: " if name == "integral_scale" else "")
+                           + f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
                            f"crossing, and a change of ±{CONDITIONING_DELTA:g} in the level moves that crossing "
                            f"from {arrays.crossing_low[0, j]:.1f} to {arrays.crossing_high[0, j]:.1f}")
         else:
