@@ -326,3 +326,29 @@ def test_a_long_table_written_by_two_threads_is_the_file_written_in_one_piece(tm
     pacsv.write_csv(pa.table({c: results._arrow_column(frame[c]) for c in frame.columns}), str(tmp_path / "one.csv"))
     assert (tmp_path / "split.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "split.csv"]  # the second half's file removed
+
+
+def test_threads_take_short_gil_turns_during_a_run_and_the_interval_is_restored(tmp_path, monkeypatch):
+    """run_study and write_results shorten the GIL's switch interval (short_gil_turns) and restore it, also when
+    nested or raising."""
+    import sys
+
+    from poslab.study import runner
+
+    before = sys.getswitchinterval()
+    seen = []
+    execute = runner.execute_run
+    monkeypatch.setattr(runner, "execute_run", lambda *a, **k: (seen.append(sys.getswitchinterval()), execute(*a, **k))[1])
+    (tmp_path / "gil.toml").write_text('name = "gil"\nn_positions = 32\ndim = 8\n\n[[encodings]]\nkind = "sinusoidal"\n')
+    spec = load_study(tmp_path / "gil.toml")
+    result = run_study(spec, progress=False, executor="serial")
+    assert seen == [min(runner.GIL_TURN, before)] and sys.getswitchinterval() == before
+    with runner.short_gil_turns():
+        with runner.short_gil_turns():
+            pass
+        assert sys.getswitchinterval() == min(runner.GIL_TURN, before)
+    with pytest.raises(KeyError), runner.short_gil_turns():
+        raise KeyError
+    assert sys.getswitchinterval() == before
+    write_results(result, tmp_path / "out")
+    assert sys.getswitchinterval() == before
