@@ -1,5 +1,6 @@
 """The stage protocol: declarations are the truth about every table, and everything else derives from them."""
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -102,6 +103,30 @@ def test_the_context_derives_once_and_frees_the_unit_rows_before_the_resamples()
     fresh.bootstrap
     assert "units" not in fresh.__dict__  # nobody reads them any more: freed (rebuilt if read)
     np.testing.assert_array_equal(fresh.bootstrap.decay_lengths, ctx.bootstrap.decay_lengths)
+
+
+@pytest.mark.parametrize("excluded", [False, True])
+def test_a_table_runs_mean_profile_is_its_anchor_block_sums_and_the_brute_force_loops(excluded):
+    """The context's mean comes from the anchor-block sums (no second FFT of the table): equal to the O(n²) loop to
+    1e-12 at every distance, the last (one pair) included, with excluded (zero) positions too."""
+    rng = np.random.default_rng(5)
+    n = 1500
+    table = np.cumsum(rng.normal(size=(n, 12)), axis=0) * 0.05 + rng.normal(size=(n, 12))  # smooth plus noise
+    if excluded:
+        table[[3, 700, n - 1]] = 0.0
+    ctx = RunContext(None, n_positions=n, max_distance=n - 1, dim=12, options=AnalysisOptions(), table=table)
+    with pytest.warns(UserWarning, match="zero") if excluded else contextlib.nullcontext():
+        profile = ctx.profile
+    assert "anchor_blocks" in ctx.__dict__
+    norms = np.linalg.norm(table, axis=1)
+    valid = norms > 0
+    u = np.where(valid[:, None], table / np.where(valid, norms, 1.0)[:, None], 0.0)
+    for k in range(n):
+        ok = valid[:n - k] & valid[k:]
+        assert profile.n_pairs[k] == ok.sum()
+        if ok.any():
+            expected = 1.0 if k == 0 else np.mean(np.einsum("ij,ij->i", u[:n - k][ok], u[k:][ok]))
+            assert abs(profile.mean_similarity[k] - expected) <= 1e-12, k
 
 
 def test_the_context_releases_a_generated_table_once_its_unit_rows_exist():

@@ -237,6 +237,10 @@ class RunContext:
         A kernel run's profile is the kernel's (:meth:`Kernel.profile
         <poslab.encodings.kernel.Kernel.profile>`: the mean over heads), exact:
         std 0 and n_pairs = n_positions − distance, O(max_distance · pairs).
+        A table run's mean (``precision`` float64) is :attr:`anchor_blocks`' sums totalled over the blocks: the
+        same Σ_i S[i, i + k] as the whole table's FFT (:func:`poslab.analysis.similarity_profile`) to ~1e-16
+        relative, without a second FFT of the table (tests/stages/test_stages.py checks it against the
+        brute-force loop); float32 keeps its own FFT.
     block_length : (int, float)
         Anchors per block, chosen from the data, and the lag products' correlation length.
     block_lengths : dict
@@ -358,8 +362,15 @@ class RunContext:
         if not 0 <= self.max_distance < len(self.units.vectors):
             raise ValueError(f"max_distance must be in [0, {len(self.units.vectors)}), got {self.max_distance}")
         units = self.units
+        lag_sums = None
+        if self.options.precision == "float64":
+            # the mean: the anchor-block sums (computed anyway for the fits' noise and the bootstrap) totalled over
+            # the blocks, the same Σ_i S[i, i + k] as the whole table's FFT to ~1e-16 relative (no second FFT)
+            blocks = self.anchor_blocks
+            lag_sums = (blocks.sums.sum(axis=0), blocks.counts.sum(axis=0))
         with self.step("profile"):
-            profile = _similarity_profile(units, self.max_distance, precision=self.options.precision)
+            profile = _similarity_profile(units, self.max_distance, precision=self.options.precision,
+                                          lag_sums=lag_sums)
         if self.max_distance >= 1 and not np.any(profile.n_pairs[1:] > 0):
             excluded = profile.excluded_positions
             raise ValueError(
