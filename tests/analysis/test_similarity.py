@@ -1,3 +1,5 @@
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -26,3 +28,25 @@ def test_cosine_similarity_equals_the_definition_with_invalid_rows_excluded():
             else:
                 want = x[i] @ x[j] / np.linalg.norm(x[i]) / np.linalg.norm(x[j])
                 assert s[i, j] == pytest.approx(want, abs=1e-15)
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("excluded", [False, True])
+def test_unit_rows_in_place_are_the_same_quotients_and_the_public_function_leaves_its_input(center, excluded):
+    """``_unit_rows(overwrite=True)`` (a run's released table) divides in the caller's array, bit for bit the
+    values of :func:`unit_rows`, which never writes into its input (centred: into its own centred copy)."""
+    from poslab.analysis.similarity import _unit_rows
+
+    x = np.random.default_rng(4).normal(size=(50, 6)) * 3.0 + 1.0
+    if excluded:
+        x[[3, 20]] = 0.0
+        x[7, 2] = np.nan
+    before = x.copy()
+    with pytest.warns(InvalidPositionsWarning) if excluded else contextlib.nullcontext():
+        expected = unit_rows(x, center=center)
+    np.testing.assert_array_equal(x, before)  # the public function: input untouched
+    with pytest.warns(InvalidPositionsWarning) if excluded else contextlib.nullcontext():
+        got = _unit_rows(x, center=center, overwrite=True)
+    np.testing.assert_array_equal(got.vectors, expected.vectors)
+    np.testing.assert_array_equal(got.valid, expected.valid)
+    assert np.shares_memory(got.vectors, x) != center  # centred: the centred copy is divided, not the table

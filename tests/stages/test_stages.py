@@ -160,6 +160,37 @@ def test_the_context_releases_a_generated_table_once_its_unit_rows_exist():
         assert "table" in kept.__dict__
 
 
+def test_the_context_normalises_a_generated_table_in_place_only_when_nothing_else_holds_it():
+    """A released table's rows are divided in place (no second array of its size), bit for bit the unit rows of
+    the same table; an encoding that keeps a reference to its table (a cache) gets it back untouched."""
+    from poslab.analysis import unit_rows
+    from poslab.encodings import make_encoding
+
+    class Keeping:  # an encoding without a kernel that keeps (or not) what it returned
+        kernel = None
+
+        def __init__(self, keep):
+            self.encoding, self.keep, self.tables = make_encoding("random"), keep, []
+
+        def generate(self, n, dim, rng=None):
+            table = self.encoding.generate(n, dim, rng=rng)
+            self.tables.append(table if self.keep else id(table))
+            return table
+
+    expected = unit_rows(make_encoding("random").generate(64, 4, rng=np.random.default_rng(3)))
+    for keep in (False, True):
+        enc = Keeping(keep)
+        ctx = RunContext(enc, n_positions=64, max_distance=63, dim=4, options=AnalysisOptions(), seed=3)
+        units = ctx.units
+        np.testing.assert_array_equal(units.vectors, expected.vectors)
+        if keep:  # untouched, and the unit rows are a new array
+            np.testing.assert_array_equal(enc.tables[0], make_encoding("random").generate(
+                64, 4, rng=np.random.default_rng(3)))
+            assert not np.shares_memory(units.vectors, enc.tables[0])
+        else:  # the generated array itself
+            assert id(units.vectors) == enc.tables[0]
+
+
 def test_every_table_and_column_has_a_dtype_unit_and_description():
     for table in TABLES.values():
         assert table.description and table.row

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -333,18 +334,21 @@ class RunContext:
 
     @functools.cached_property
     def units(self):
-        from ..analysis import unit_rows
+        from ..analysis.similarity import _unit_rows
 
         table = self.table
-        with self.step("unit rows"):
-            units = unit_rows(table, center=self.options.center)
+        overwrite = False
         # the generated table is not read again once its unit rows exist (a line without ``center``: the nested
         # windows re-centre from it, a grid reads it): released (1 GiB at n = 2^20, dim 128), regenerated from the
-        # seed if ever read again
+        # seed if ever read again; when nothing else holds it (the encoding kept no reference), its rows are
+        # normalised in place: no second 1 GiB (its pages were ~4 CPU-s of page faults on a 2-CPU VM)
         if self.seed is not None and not self._table_given and not self.options.center and self.positions == "line":
             self.__dict__["table_dim"] = int(np.shape(table)[1])
             del self.__dict__["table"]
-        return units
+            overwrite = (isinstance(table, np.ndarray) and table.flags.owndata and table.flags.writeable
+                         and sys.getrefcount(table) <= 2)
+        with self.step("unit rows"):
+            return _unit_rows(table, center=self.options.center, overwrite=overwrite, stacklevel=3)
 
     @functools.cached_property
     def profile(self):
