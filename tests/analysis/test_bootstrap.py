@@ -435,3 +435,39 @@ def test_block_noise_in_column_chunks_equals_the_whole_array_formula_bit_for_bit
     factor[:, used < 2] = np.nan
     np.testing.assert_array_equal(bootstrap.block_noise(blocks), factor.T)
     np.testing.assert_array_equal(bootstrap.block_standard_errors(blocks), np.sqrt(np.sum(factor.T ** 2, axis=1)))
+
+
+@pytest.mark.parametrize("n", [600, 4200])  # 4200: a binned fit
+def test_the_bootstrap_in_threads_equals_one_thread_bit_for_bit_and_reports_in_order(n, monkeypatch):
+    """The chunks of distances and of resamples are reduced in threads and combined in their order: every
+    replicate, interval and band is the one-thread result bit for bit, and progress counts up in order."""
+    import dataclasses
+
+    from poslab.stages import AnalysisOptions
+    from poslab.stages.bands import summariser
+
+    table = make_encoding("smoothed_random", length_scale=6.0).generate(n, 16, rng=np.random.default_rng(n))
+    units = unit_rows(table)
+    profile = similarity_profile(table)
+    fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
+                     std=profile.std_similarity[1:])
+    blocks = anchor_block_sums(units, n - 1, n // 16)
+    summarise = summariser(profile, AnalysisOptions(), bootstrap.block_standard_errors(blocks))
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 40 * 53)  # chunks of 53 distances
+    monkeypatch.setattr(bootstrap, "_REPLICATE_ENTRIES", 3 * n)  # chunks of 3 resamples
+    results, reports = [], []
+    for threads in (1, 3):
+        monkeypatch.setattr(_threads, "_limit", threads)
+        seen = []
+        results.append(bootstrap_anchor_blocks(profile.distance, blocks, 40, np.random.default_rng(2), fits=fits,
+                                               thresholds=(0.9, 0.5, 0.0), level=0.9, summarise=summarise,
+                                               progress=lambda *a, seen=seen: seen.append(a)))
+        reports.append(seen)
+    one, many = results
+    for field in dataclasses.fields(one):
+        np.testing.assert_equal(getattr(many, field.name), getattr(one, field.name), err_msg=field.name)
+    assert reports[0] == reports[1]
+    for what in ("distances", "summaries"):
+        done = [d for w, d, _ in reports[0] if w == what]
+        assert len(done) > 3 and done == sorted(done)
+    assert one.summaries and np.isfinite(one.decay_lengths).any() and not one.exact

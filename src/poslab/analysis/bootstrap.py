@@ -58,7 +58,9 @@ those intervals empty with ``ci_method = "exact"``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -738,16 +740,38 @@ def _column_quantiles(values, qs):
 
 
 def _spread(profiles) -> float:
-    """max |profile − mean profile| over resamples and distances, NaN (no pair) left out; in chunks of columns."""
+    """max |profile − mean profile| over resamples and distances, NaN (no pair) left out; in chunks of columns.
+
+    The NaN-skipping mean and maximum without numpy's warnings (an all-NaN column: a distance without any pair),
+    so without ``warnings.catch_warnings``, which is not thread-safe: the mean is ``np.nanmean``'s own sum and
+    count, bit for bit."""
     n_rows, n_cols = profiles.shape
     step = max(1, _CHUNK_ENTRIES // max(1, n_rows))
     spread = 0.0
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # distances without any pair are all NaN
+    with np.errstate(invalid="ignore", divide="ignore"):
         for c0 in range(0, n_cols, step):
             p = profiles[:, c0:c0 + step]
-            spread = max(spread, float(np.nanmax(np.abs(p - np.nanmean(p, axis=0)), initial=0.0)))
+            missing = np.isnan(p)
+            mean = np.sum(np.where(missing, 0.0, p), axis=0) / np.sum(~missing, axis=0, dtype=np.intp)
+            spread = max(spread, float(np.fmax.reduce(np.abs(p - mean), axis=None, initial=0.0)))
     return spread
+
+
+def _in_order(function, items):
+    """``function(item)`` for each item, computed in :func:`~poslab._threads.analysis_threads` threads (numpy's
+    products, sorts and reductions release the GIL) and yielded in the items' order, so what is made of them does
+    not depend on the threads' timing. ``function`` must return results of its own (not views of a buffer it
+    reuses) and report nothing (the caller reports progress as the results arrive, in order)."""
+    items = list(items)
+    threads = min(analysis_threads(), len(items))
+    if threads <= 1:
+        yield from map(function, items)
+        return
+    pool = ThreadPoolExecutor(threads)
+    try:
+        yield from pool.map(function, items)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _refit_points(fits: DecayFits, y_all, n_all, progress=None) -> tuple[np.ndarray, int]:
@@ -879,21 +903,35 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     low, high = np.full(distance.size, np.nan), np.full(distance.size, np.nan)
     spread = 0.0
     step = max(1, _CHUNK_ENTRIES // max(1, n_resamples))
-    buffers = {}  # the chunks' resampled profiles, one set of buffers for all (fresh memory is slow)
+    local = threading.local()  # each thread's buffers for its chunks' resampled profiles (fresh memory is slow)
     blocks = _block_layout(counts)
-    for c0 in range(0, distance.size, step):
+    settled = {"widths": False, "spread": False}  # what no later chunk can change any more (work it may skip)
+
+    def reduce_chunk(c0):
+        """One chunk of distances: its resampled profiles, reduced (their widths, last defined distance, spread
+        and pointwise quantiles); the chunks are combined in order below, as if one after the other."""
         c1 = min(distance.size, c0 + step)
-        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0, buffers)
-        if np.isinf(widths).any():  # else every resample has fallen below every threshold in an earlier chunk
-            w = first_crossings(distance[c0:c1], chunk, thresholds)
-            first = np.isinf(widths) & np.isfinite(w)  # the first chunk falling below gives the width
-            widths[first] = w[first]
+        if not hasattr(local, "buffers"):
+            local.buffers = {}
+        chunk, _ = _pooled(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0, local.buffers)
+        # skipped once every resample has fallen below every threshold (spread: exceeded 1e-12) in earlier chunks
+        w = None if settled["widths"] else first_crossings(distance[c0:c1], chunk, thresholds)
         defined = ~np.isnan(chunk)
-        last_defined = np.where(defined.any(axis=1), distance[c0:c1][defined.shape[1] - 1 - np.argmax(
-            defined[:, ::-1], axis=1)], last_defined)
+        last = distance[c0:c1][defined.shape[1] - 1 - np.argmax(defined[:, ::-1], axis=1)]
+        return (c1, w, defined.any(axis=1), last, None if settled["spread"] else _spread(chunk),
+                _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2]))
+
+    for c1, w, has, last, chunk_spread, (chunk_low, chunk_high) in _in_order(
+            reduce_chunk, range(0, distance.size, step)):
+        c0 = c1 - chunk_low.size
+        if w is not None and np.isinf(widths).any():  # the first chunk falling below gives the width
+            first = np.isinf(widths) & np.isfinite(w)
+            widths[first] = w[first]
+        last_defined = np.where(has, last, last_defined)
         if spread <= 1e-12:  # only whether it exceeds 1e-12 is used (exact resamples)
-            spread = max(spread, _spread(chunk))
-        low[c0:c1], high[c0:c1] = _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2])
+            spread = max(spread, chunk_spread)
+        low[c0:c1], high[c0:c1] = chunk_low, chunk_high
+        settled["widths"], settled["spread"] = not np.isinf(widths).any(), spread > 1e-12
         if progress is not None:
             progress("distances", c1, distance.size)
     # a resample that never falls below a threshold but has no pairs at the window's far end (its
@@ -950,11 +988,20 @@ def summary_replicates(distance, sums, counts, weights, summarise, *, progress=N
     """
     rows = max(1, _REPLICATE_ENTRIES // max(1, distance.size))
     blocks = _block_layout(counts) if _blocks is False else _blocks  # False: not known yet
-    buffers = {}  # one set for every chunk of resamples
+    local = threading.local()  # each thread's set of buffers, reused for its chunks
+
+    def summarise_chunk(r0):
+        if not hasattr(local, "buffers"):
+            local.buffers = {}
+        values = summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts, blocks, buffers=local.buffers)[0])
+        return {name: np.array(v, dtype=float) for name, v in values.items()}  # owned: the buffers are reused
+
+    starts = range(0, weights.shape[0], rows)
     parts = []
-    for r0 in range(0, weights.shape[0], rows):
-        values = summarise(distance, _pooled(weights[r0:r0 + rows], sums, counts, blocks, buffers=buffers)[0])
-        parts.append({name: np.array(v, dtype=float) for name, v in values.items()})  # owned: the buffers are reused
+    # the first chunk here (``summarise`` may prepare its settings on its first call), the others in threads
+    for r0, part in zip(starts, itertools.chain(map(summarise_chunk, starts[:1]), _in_order(summarise_chunk,
+                                                                                             starts[1:]))):
+        parts.append(part)
         if progress is not None:
             progress("summaries", min(r0 + rows, weights.shape[0]), weights.shape[0])
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]} \
