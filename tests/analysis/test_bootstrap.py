@@ -471,3 +471,22 @@ def test_the_bootstrap_in_threads_equals_one_thread_bit_for_bit_and_reports_in_o
         done = [d for w, d, _ in reports[0] if w == what]
         assert len(done) > 3 and done == sorted(done)
     assert one.summaries and np.isfinite(one.decay_lengths).any() and not one.exact
+
+
+def test_anchor_block_sums_in_reused_buffers_equal_fresh_ones_bit_for_bit():
+    """The working arrays kept in ``buffers`` (a run, then its smaller windows, then a larger call again; a padded
+    last block; excluded rows) give the sums and counts of fresh arrays."""
+    x = np.random.default_rng(8).standard_normal((1000, 20))
+    x[[5, 600]] = 0.0
+    with pytest.warns(UserWarning):
+        masked = unit_rows(x)
+    clean = unit_rows(np.random.default_rng(9).standard_normal((1000, 20)))
+    buffers = {}
+    for units, n, d, length in ((clean, 1000, 999, 40), (clean, 500, 499, 20), (clean, 250, 124, 10),
+                                (masked, 1000, 700, 33), (clean, 999, 998, 64), (masked, 300, 299, 17)):
+        window = type(units)(units.vectors[:n], units.valid[:n], units.center)
+        reused = anchor_block_sums(window, d, length, buffers=buffers)
+        fresh = anchor_block_sums(window, d, length)
+        np.testing.assert_array_equal(reused.sums, fresh.sums)
+        np.testing.assert_array_equal(reused.counts, fresh.counts)
+    assert buffers  # they were kept

@@ -191,6 +191,29 @@ def test_the_context_normalises_a_generated_table_in_place_only_when_nothing_els
             assert id(units.vectors) == enc.tables[0]
 
 
+def test_the_windows_anchor_blocks_made_beside_the_runs_give_the_same_window_analyses():
+    """With the window-sensitivity stage still to run, the nested windows' anchor-block sums are made right after the
+    run's (in its working arrays): the same summaries, replicates and intervals as made in the window stage."""
+    from poslab.encodings import make_encoding
+    from poslab.stages import build_stages
+
+    options = AnalysisOptions(n_resamples=40)
+    encoding = make_encoding("smoothed_random", length_scale=5.0)
+    ahead = RunContext(encoding, n_positions=800, max_distance=799, dim=8, options=options, seed=2)
+    ahead.pending = tuple(build_stages(options))
+    ahead.anchor_blocks
+    assert sorted(ahead.window_blocks) == [(200, 199), (400, 399)]
+    later = RunContext(encoding, n_positions=800, max_distance=799, dim=8, options=options, seed=2)
+    later.anchor_blocks
+    assert later.window_blocks == {}
+    for a, b in zip(ahead.window_analyses, later.window_analyses, strict=True):
+        np.testing.assert_equal(a.summaries.values, b.summaries.values)
+        np.testing.assert_equal(a.replicates, b.replicates)
+        np.testing.assert_equal(a.intervals, b.intervals)
+        assert (a.n_positions, a.max_distance, a.block_length) == (b.n_positions, b.max_distance, b.block_length)
+    assert ahead.window_blocks == {}  # handed over to the window stage
+
+
 def test_every_table_and_column_has_a_dtype_unit_and_description():
     for table in TABLES.values():
         assert table.description and table.row

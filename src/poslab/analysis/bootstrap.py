@@ -137,7 +137,7 @@ class AnchorBlocks:
 
 
 def anchor_block_sums(units, max_distance: int, block_length: int | None = None, *,
-                      n_blocks: int = N_BLOCKS) -> AnchorBlocks:
+                      n_blocks: int = N_BLOCKS, buffers: dict | None = None) -> AnchorBlocks:
     """Per-anchor-block sums of the similarity profile, computed once.
 
     Parameters
@@ -151,6 +151,10 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
         Anchors per block; default ceil(n_positions / n_blocks).
     n_blocks : int
         Blocks when ``block_length`` is not given (default N_BLOCKS = 32).
+    buffers : dict, optional
+        Working arrays (the FFT buffers and block-pair spectra) kept in it and reused by the next call with it
+        (the same values): a run's nested windows after the run itself (~0.9 GB at n = 2^20, dim 128, whose fresh
+        pages cost ~3 CPU-s of page faults on a small VM).
 
     Returns
     -------
@@ -210,8 +214,8 @@ def anchor_block_sums(units, max_distance: int, block_length: int | None = None,
         counts -= start[:, None]
         np.maximum(counts, 0.0, out=counts)
     else:
-        counts = np.rint(_block_lag_sums(valid[:, None].astype(np.float64), block_length, size))
-    sums = _block_lag_sums(u, block_length, size)
+        counts = np.rint(_block_lag_sums(valid[:, None].astype(np.float64), block_length, size, buffers))
+    sums = _block_lag_sums(u, block_length, size, buffers)
     sums[:, 0] = counts[:, 0]  # S[i, i] = 1 for every valid position
     if valid.all():  # block b has no pair from distance n − start_b on
         for b, first in enumerate(range(0, n, block_length)):
@@ -391,9 +395,10 @@ def _block_lengths(units, windows, *, max_blocks: int = N_BLOCKS) -> list[tuple[
     return out
 
 
-def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
+def _block_lag_sums(x: np.ndarray, block_length: int, size: int, buffers: dict | None = None) -> np.ndarray:
     """Σ_{i∈B_b} x_i · x_{i+k} for the blocks B_b = [b·L, (b + 1)·L) of x (n, dim), k < size, by
-    real FFTs (see :func:`anchor_block_sums`, Notes); shape (n_blocks, size), float64."""
+    real FFTs (see :func:`anchor_block_sums`, Notes); shape (n_blocks, size), float64. ``buffers``: a dict whose
+    working arrays are reused (see :func:`anchor_block_sums`)."""
     n, dim = x.shape
     length = block_length
     n_blocks = math.ceil(n / length)
@@ -403,8 +408,9 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     # (measured at n = 1,048,576: 1.7 s per dim with 2 dims per product, 0.04 s with 32)
     chunk = min(dim, max(_MIN_CHUNK_DIMS, _FFT_BLOCK_ENTRIES // (n_blocks * n_fft)))
     n_freq = n_fft // 2 + 1
-    buf = np.zeros((n_blocks, chunk, n_fft))
-    padded = np.zeros((n_blocks * length, chunk)) if n_blocks * length > n else None  # the last block zero-padded
+    buf = _zeros(buffers, "fft input", (n_blocks, chunk, n_fft))
+    padded = _zeros(buffers, "padded", (n_blocks * length, chunk)) if n_blocks * length > n \
+        else None  # the last block zero-padded
     # only the pairs c >= b are used: the blocks' rows in groups of 8 (at least 8 and 16 blocks), each group
     # times the blocks from its first on (5/8 of the products at 32 blocks); the frequencies split between threads
     # (numpy's products release the GIL). Each entry is the same sum over dims, in the same order, as the one
@@ -413,7 +419,8 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
     rows.append((rows[-1][1] if rows else 0, n_blocks))
     # spectra[g][f, b − r0, c − r0] = Σ_dims conj(X_b) X_c at frequency f for group g's rows r0 <= b < r1 and the
     # blocks c >= r0: only what the products fill (5/8 of every pair's spectra at 32 blocks)
-    spectra = [np.zeros((n_freq, r1 - r0, n_blocks - r0), dtype=np.complex128) for r0, r1 in rows]
+    spectra = [_zeros(buffers, f"spectra {g}", (n_freq, r1 - r0, n_blocks - r0), np.complex128)
+               for g, (r0, r1) in enumerate(rows)]
     threads = analysis_threads()  # the CPUs this process may use, or its share of them in a pool of workers
     parts = [(f0, min(n_freq, f0 + -(-n_freq // threads))) for f0 in range(0, n_freq, -(-n_freq // threads))]
 
@@ -438,7 +445,7 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int) -> np.ndarray:
                     g1 - g0, r1 - r0, n_blocks - r0)
                 out[g0:g1] += np.matmul(conj[:, r0:r1], block[:, r0:].transpose(0, 2, 1), out=product)
 
-    spec_buf = np.empty(n_blocks * chunk * n_freq, dtype=np.complex128)
+    spec_buf = _buffer(buffers, "spectra of blocks", (n_blocks * chunk * n_freq,), np.complex128)
     block_parts = [(b0, min(n_blocks, b0 + -(-n_blocks // threads))) for b0 in range(0, n_blocks, -(-n_blocks // threads))]
     with ThreadPoolExecutor(max(len(parts), len(block_parts))) as pool:
         for c0 in range(0, dim, chunk):
@@ -527,6 +534,15 @@ def _buffer(buffers, name: str, shape, dtype=np.float64):
     if name not in buffers or buffers[name].size < size:
         buffers[name] = np.empty(size, dtype=dtype)
     return buffers[name][:size].reshape(shape)
+
+
+def _zeros(buffers, name: str, shape, dtype=np.float64):
+    """:func:`_buffer` filled with zeros (``np.zeros`` without ``buffers``)."""
+    if buffers is None:
+        return np.zeros(shape, dtype=dtype)
+    out = _buffer(buffers, name, shape, dtype)
+    out.fill(0)
+    return out
 
 
 def _block_layout(counts) -> tuple[np.ndarray, np.ndarray] | None:

@@ -178,7 +178,7 @@ def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
                 units = UnitRows(units.vectors[:n], units.valid[:n], units.center)
             length, correlation = ctx.block_lengths[n, d] if (n, d) in ctx.block_lengths \
                 else choose_block_length(units, d, max_blocks=o.n_blocks)
-            blocks = anchor_block_sums(units, d, length)
+            blocks = ctx.window_blocks.pop((n, d), None) or anchor_block_sums(units, d, length)  # made beside the run's
             profile = _similarity_profile(units, d, precision=o.precision,  # the mean: the blocks' sums, totalled
                                           lag_sums=(blocks.sums.sum(axis=0), blocks.counts.sum(axis=0)))
             noise_se = block_standard_errors(blocks)
