@@ -243,7 +243,7 @@ def test_block_length_from_the_data_grows_with_the_correlation_and_stays_in_boun
     assert lengths[1][0] > lengths[0][0] and lengths[1][1] > lengths[0][1]
 
 
-def test_nested_windows_share_one_pass_of_lag_products_with_the_same_block_lengths():
+def test_nested_windows_share_one_pass_of_lag_products_with_the_same_block_lengths(monkeypatch):
     from poslab.analysis.bootstrap import _block_lengths, choose_block_length
     from poslab.analysis.similarity import UnitRows
 
@@ -255,6 +255,10 @@ def test_nested_windows_share_one_pass_of_lag_products_with_the_same_block_lengt
     shared = _block_lengths(units, windows)
     for (n, d), got in zip(windows, shared):
         assert got == choose_block_length(UnitRows(units.vectors[:n], units.valid[:n], units.center), d)
+    monkeypatch.setattr(bootstrap, "_LAG_ROWS", 97)  # 31 chunks of anchors, split between 1 or 3 threads
+    for threads in (1, 3):
+        monkeypatch.setattr(_threads, "_limit", threads)
+        assert _block_lengths(units, windows) == shared  # correlation lengths too: every product's bits
 
 
 def test_interval_widening_and_widened_percentile_intervals():

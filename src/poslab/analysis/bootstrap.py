@@ -372,16 +372,24 @@ def _block_lengths(units, windows, *, max_blocks: int = N_BLOCKS) -> list[tuple[
     n_all = max(n for n, _ in windows)
     lags = sorted(set().union(*(_block_lags(d, n) for n, d in windows)))
     # the lag products of every lag in one pass over chunks of anchors (a chunk of rows stays in cache for the
-    # lags shorter than it): the same einsum, row for row, as one call per lag over all anchors
+    # lags shorter than it): the same einsum, row for row, as one call per lag over all anchors; the chunks split
+    # between the threads (einsum releases the GIL; each writes its own rows)
     products = {k: np.empty(n_all - k, dtype=u.dtype) for k in lags}
-    for c0 in range(0, n_all, _LAG_ROWS):
-        for k, a in products.items():
-            c1 = min(c0 + _LAG_ROWS, n_all - k)
-            if c0 < c1:
-                np.einsum("ij,ij->i", u[c0:c1], u[c0 + k:c1 + k], out=a[c0:c1])
+
+    def lag_products(starts):
+        for c0 in starts:
+            for k, a in products.items():
+                c1 = min(c0 + _LAG_ROWS, n_all - k)
+                if c0 < c1:
+                    np.einsum("ij,ij->i", u[c0:c1], u[c0 + k:c1 + k], out=a[c0:c1])
+
     tasks = [(n, k) for n, d in windows for k in _block_lags(d, n)]
-    # each series' length on its own (an FFT of twice its length; pocketfft releases the GIL): the threads share them
-    with ThreadPoolExecutor(max(1, min(analysis_threads(), len(tasks)))) as pool:
+    starts = range(0, n_all, _LAG_ROWS)
+    threads = max(1, min(analysis_threads(), len(tasks)))
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lag_products, [starts[t::threads] for t in range(threads)]))
+        # each series' length on its own (an FFT of twice its length; pocketfft releases the GIL): the threads
+        # share them
         lengths = dict(zip(tasks, pool.map(lambda t: politis_white(
             products[t[1]][:t[0] - t[1]][valid[:t[0] - t[1]] & valid[t[1]:t[0]]]), tasks)))
     out = []
