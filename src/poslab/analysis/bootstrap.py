@@ -463,13 +463,18 @@ def _block_lag_sums(x: np.ndarray, block_length: int, size: int, buffers: dict |
             else:
                 padded[:n, :m] = x[:, c0:c0 + m]
                 rows_of_blocks = padded[:, :m].reshape(n_blocks, length, m)
-            buf[:, :m, :length] = rows_of_blocks.transpose(0, 2, 1)
-            # the blocks' spectra into one buffer for every chunk (numpy's rfft has ``out``, scipy's not: the same
-            # pocketfft transform, bit for bit; a fresh 268 MB a chunk at 10^6 positions was ~0.3 s of page faults),
-            # the blocks split between the threads
+            # the blocks' rows copied (transposed: ~0.1 s a chunk at 10^6 positions) and their spectra made into one
+            # buffer for every chunk (numpy's rfft has ``out``, scipy's not: the same pocketfft transform, bit for
+            # bit; a fresh 268 MB a chunk at 10^6 positions was ~0.3 s of page faults), the blocks split between the
+            # threads
             spec = spec_buf[:n_blocks * m * n_freq].reshape(n_blocks, m, n_freq)
-            list(pool.map(lambda part: np.fft.rfft(buf[part[0]:part[1], :m], axis=-1, out=spec[part[0]:part[1]]),
-                          block_parts))
+
+            def block_spectra(part, m=m, rows_of_blocks=rows_of_blocks, spec=spec):
+                b0, b1 = part
+                buf[b0:b1, :m, :length] = rows_of_blocks[b0:b1].transpose(0, 2, 1)
+                np.fft.rfft(buf[b0:b1, :m], axis=-1, out=spec[b0:b1])
+
+            list(pool.map(block_spectra, block_parts))
             spec = spec.transpose(2, 0, 1)  # (frequency, block, dim)
             list(pool.map(lambda part: products(*part, spec), parts))
     sums = np.zeros((n_blocks, size))
