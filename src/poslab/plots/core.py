@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import sys
 import textwrap
 import warnings
-import zlib
 from collections.abc import Callable
 from pathlib import Path, PurePath
 
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib import cbook
-from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.colors import to_rgb
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -895,55 +891,11 @@ def save_figure(fig, path, *, dpi=150, close: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix[1:].lower() if path.suffix else "png"
     _lay_out(fig, dpi)
-    if fmt == "png" and type(fig.canvas) in (FigureCanvasBase, FigureCanvasAgg) and fig.canvas.manager is None:
-        _PngCanvas(fig)  # not a pyplot figure (its canvas is its window's): written by _write_png
-    # PNG otherwise: zlib level 1 instead of 6 (~40 % less time encoding, files ~10-20 % larger; same pixels)
-    fig.savefig(path, dpi=dpi, format=fmt, **({"pil_kwargs": {"compress_level": 1}} if fmt == "png"
-                                               and not isinstance(fig.canvas, _PngCanvas) else {}))
+    # PNG: zlib level 1 instead of 6 (~40 % less time encoding, files ~10-20 % larger; the pixels are the same)
+    fig.savefig(path, dpi=dpi, format=fmt, **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))
     pyplot = sys.modules.get("matplotlib.pyplot")  # only pyplot-managed figures need closing
     if close and pyplot is not None:
         pyplot.close(fig)
-
-
-class _PngCanvas(FigureCanvasAgg):
-    """An Agg canvas whose PNG files are written by :func:`_write_png`: the pixels matplotlib's ``print_png``
-    writes (the same :meth:`FigureCanvasAgg.draw`), encoded in ~1/4 of the time PIL takes (its adaptive row
-    filters cost more than the compression: ~0.1 s of a figure at 300 dpi and page width, against ~0.025 s)."""
-
-    def print_png(self, filename_or_obj, *, metadata=None, pil_kwargs=None, **_):  # dpi, facecolor...: set already
-        text = {"Software": f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/",
-                **(metadata or {})}  # the text matplotlib writes
-        if pil_kwargs or not all(f"{k}{v}".isascii() for k, v in text.items() if v is not None):
-            return super().print_png(filename_or_obj, metadata=metadata, pil_kwargs=pil_kwargs)
-        FigureCanvasAgg.draw(self)
-        data = _png_bytes(np.asarray(self.buffer_rgba()), self.figure.dpi, text)
-        with cbook.open_file_cm(filename_or_obj, "wb") as out:
-            out.write(data)
-
-
-def _png_bytes(rgba: np.ndarray, dpi: float, text: dict) -> bytes:
-    """A PNG file (8-bit RGBA, every row filtered by "up", zlib level 1) of ``rgba`` (height × width × 4, uint8),
-    its resolution ``dpi`` (pHYs, in pixels per metre as PIL rounds it) and ``text`` (tEXt, ASCII key -> value).
-
-    PNG specification (W3C, 2003): the signature, then chunks of length, type, data and the CRC-32 of type
-    and data; IHDR, pHYs, tEXt, IDAT (the rows, each after its filter type byte, zlib-compressed), IEND. Filter
-    2 ("up") stores each byte less the byte above it, modulo 256 (section 9.2): one numpy subtraction, and
-    files about as small as PIL's adaptive choice among the five filters.
-    """
-    height, width, _ = rgba.shape
-    rows = np.ascontiguousarray(rgba, dtype=np.uint8).reshape(height, width * 4)
-    raw = np.empty((height, width * 4 + 1), dtype=np.uint8)
-    raw[:, 0] = 2
-    raw[:1, 1:] = rows[:1]
-    np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # uint8: modulo 256
-    per_metre = int(dpi / 0.0254 + 0.5)
-    chunks = [(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)),
-              (b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
-              *((b"tEXt", f"{k}\0{v}".encode("ascii")) for k, v in text.items() if v is not None),
-              (b"IDAT", zlib.compress(raw, 1)),
-              (b"IEND", b"")]
-    return b"\x89PNG\r\n\x1a\n" + b"".join(struct.pack(">I", len(body)) + kind + body
-                                             + struct.pack(">I", zlib.crc32(kind + body)) for kind, body in chunks)
 
 
 def _lay_out(fig: Figure, dpi: float) -> None:
