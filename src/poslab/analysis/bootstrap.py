@@ -65,7 +65,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy  # scipy.fft, scipy.special and scipy.optimize (~0.3 s) load on their first use: poslab run imports them beside the analysis
+import scipy  # scipy.fft, .special and .optimize (~0.3 s) load on first use; poslab run imports them beside the run
 
 from .._threads import analysis_threads, one_blas_thread
 from .bands import first_crossings

@@ -158,7 +158,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-import scipy  # scipy.fft, scipy.special and scipy.optimize (~0.3 s) load on their first use: poslab run imports them beside the analysis
+import scipy  # scipy.fft, .special and .optimize (~0.3 s) load on first use; poslab run imports them beside the run
 
 __all__ = ["DecayModel", "Parameter", "Scales", "DecayFit", "DecayFits", "DECAY_MODELS", "PARAMETERS", "fit_decay",
            "fit_weights", "upper_envelope", "oscillates", "bin_points", "MAX_FIT_POINTS", "fit_range_end",

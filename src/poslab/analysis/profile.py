@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import scipy  # scipy.fft (~0.3 s with scipy.special) loads on its first use: poslab run imports it beside the analysis
+import scipy  # scipy.fft (~0.25 s with scipy.special) loads on first use; poslab run imports it beside the run
 
 from .._threads import analysis_threads
 from .._validation import check_positive_int

@@ -430,7 +430,6 @@ class RunContext:
         self.window_blocks.update(windows)
         return blocks
 
-
     @functools.cached_property
     def profile_noise(self) -> np.ndarray:
         """The profile's noise, one column per anchor block (:func:`poslab.analysis.bootstrap.block_noise`), shape
