@@ -85,9 +85,8 @@ def test_the_analysis_a_worker_imports_loads_neither_scipy_stats_nor_plotting():
             "early = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pandas', 'scipy', 'matplotlib'))\n"
             "assert not early, early\nimport poslab.study.runner\n"
             "late = [m for m in ('scipy.stats', 'matplotlib', 'seaborn') if m in sys.modules]\n"
-            "assert not late, late\nprint('clean')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr
+            "assert not late, late")
+    _clean(code)
 
 
 def test_a_run_starts_before_scipy_fft_and_special_load():
@@ -99,6 +98,11 @@ def test_a_run_starts_before_scipy_fft_and_special_load():
             "assert not loaded, loaded\n"
             "import numpy as np\nfrom poslab import similarity_profile\n"
             "similarity_profile(np.random.default_rng(0).normal(size=(64, 8)))\n"
-            "assert 'scipy.fft' in sys.modules\nprint('clean')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            "assert 'scipy.fft' in sys.modules")
+    _clean(code)
+
+
+def _clean(code):
+    """Run ``code`` in a fresh interpreter: its asserts hold and it ends."""
+    done = subprocess.run([sys.executable, "-c", code + "\nprint('clean')"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr
