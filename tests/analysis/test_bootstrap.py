@@ -278,6 +278,24 @@ def test_interval_widening_and_widened_percentile_intervals():
     assert low == 1.0 and math.isnan(high)  # open above: beyond the window
 
 
+def test_a_widened_interval_never_leaves_the_summarys_range():
+    """QA of stop 24: a 1/e distance printed 41 [-10, 68] (learned_tables, GPT-1), a width 2 [0, 2]. Widening about
+    the median can reach below the smallest value a summary takes (a distance >= 1, a length or integral >= 0); the
+    low end is then that value, the high end and an interval that stays inside are unchanged."""
+    from poslab.analysis.bootstrap import summary_floor
+
+    distances = np.array([3.0] * 30 + [41.0] * 40 + [59.0] * 30)  # whole numbers: a crossing's replicates
+    assert summary_floor(distances) == 1.0 and summary_floor(distances + 0.5) == 0.0
+    wide = percentile_interval(distances, 0.95, integer=True, widen=2.0)
+    assert wide[0] < 1  # what it was
+    assert percentile_interval(distances, 0.95, integer=True, widen=2.0, minimum=1.0) == (1.0, wide[1])
+    inside = np.array([30.0] * 30 + [41.0] * 40 + [59.0] * 30)
+    assert percentile_interval(inside, 0.95, integer=True, widen=1.1, minimum=1.0) == \
+        percentile_interval(inside, 0.95, integer=True, widen=1.1) == (28.0, 61.0)  # inside: untouched
+    lengths = np.linspace(0.5, 10.0, 200)
+    assert percentile_interval(lengths, 0.95, widen=3.0, minimum=0.0)[0] == 0.0
+
+
 def test_block_noise_is_the_cluster_standard_error_and_zero_for_an_exact_table():
     from poslab.analysis.bootstrap import block_noise, block_standard_errors
 

@@ -76,7 +76,7 @@ __all__ = [
     "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS", "MAX_FAILED_FRACTION",
     "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_units",
     "bootstrap_anchor_blocks", "percentile_interval", "block_standard_errors", "block_noise", "politis_white",
-    "choose_block_length", "MIN_BLOCKS", "interval_widening", "summary_replicates",
+    "choose_block_length", "MIN_BLOCKS", "interval_widening", "summary_floor", "summary_replicates",
 ]
 
 #: Resamples per bootstrap (refits of the selected decay model per run).
@@ -614,7 +614,8 @@ def min_replicates(level: float) -> int:
     return math.ceil(2 / (1 - level) - 1e-9)
 
 
-def percentile_interval(values, level: float, *, integer: bool = False, widen: float = 1.0) -> tuple[float, float]:
+def percentile_interval(values, level: float, *, integer: bool = False, widen: float = 1.0,
+                        minimum: float | None = None) -> tuple[float, float]:
     """Percentile interval of bootstrap replicates, optionally widened about their median.
 
     Parameters
@@ -631,6 +632,11 @@ def percentile_interval(values, level: float, *, integer: bool = False, widen: f
     widen : float
         Each end moved away from the replicates' median by this factor (>= 1;
         :func:`interval_widening`): low = m − widen · (m − q_low), high = m + widen · (q_high − m).
+    minimum : float, optional
+        The smallest value the quantity can take (:func:`summary_floor`: a distance is at least 1, a length or an
+        integral at least 0): a widened low end below it is set to it (a 1/e distance of 41 [−10, 68] is
+        41 [1, 68]). Replicates never lie below it, so only the widening can reach there; the coverage is
+        unchanged, since the true value is never below it either.
 
     Returns
     -------
@@ -657,8 +663,17 @@ def percentile_interval(values, level: float, *, integer: bool = False, widen: f
             q = np.array([mid - widen * (mid - q[0]), mid + widen * (q[1] - mid)])
             if integer:
                 q = np.array([math.floor(q[0]), math.ceil(q[1]) if np.isfinite(q[1]) else q[1]])
+            if minimum is not None and np.isfinite(q[0]) and q[0] < minimum:
+                q[0] = minimum
     low, high = (float(x) if np.isfinite(x) else math.nan for x in q)
     return low, high
+
+
+def summary_floor(values) -> float:
+    """The smallest value a model-free summary can take, for :func:`percentile_interval`'s ``minimum``: 1 for a
+    distance (whole-number replicates: a band width or crossing, since S(0) = 1 is above every level; a first
+    minimum), 0 otherwise (the integral scale, up to the first zero crossing of S / S(0) > 0)."""
+    return 1.0 if _integral(values) else 0.0
 
 
 def interval_widening(n_units: int, level: float, correlation_length: float = 0.0,
@@ -989,7 +1004,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         if method == "anchor_block" else 1.0
     result = _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
                      max_failed_fraction, widen)
-    summaries_ci = {name: percentile_interval(v, level, integer=_integral(v), widen=widen)
+    summaries_ci = {name: percentile_interval(v, level, integer=_integral(v), widen=widen, minimum=summary_floor(v))
                     for name, v in replicates.items()}
     return dataclasses.replace(result, exact=bool(spread <= 1e-12), correlation_length=float(correlation_length),
                                summaries=replicates, summaries_ci=summaries_ci)
@@ -1051,8 +1066,8 @@ def _result(method, level, block_length, thresholds, fits, reps, failed, widths,
     return BootstrapResult(
         method=method, level=float(level), n_resamples=int(n_resamples),
         block_length=block_length, thresholds=thresholds, decay_lengths=reps, band_widths=widths,
-        decay_length_ci=(percentile_interval(reps, level, widen=widen) if fits.selected is not None
+        decay_length_ci=(percentile_interval(reps, level, widen=widen, minimum=0.0) if fits.selected is not None
                          and failed <= max_failed_fraction * n_resamples else (math.nan, math.nan)),
-        band_widths_ci={t: percentile_interval(widths[:, j], level, integer=True, widen=widen)
+        band_widths_ci={t: percentile_interval(widths[:, j], level, integer=True, widen=widen, minimum=1.0)
                         for j, t in enumerate(thresholds)},
         profile_ci=profile_ci, n_failed=int(failed), widening=float(widen))
