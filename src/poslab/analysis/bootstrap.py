@@ -76,7 +76,7 @@ __all__ = [
     "N_RESAMPLES", "BOOTSTRAP_LEVEL", "BOOTSTRAP_SEED", "N_BLOCKS", "MAX_FAILED_FRACTION",
     "AnchorBlocks", "BootstrapResult", "anchor_block_sums", "resample_units", "bootstrap_units",
     "bootstrap_anchor_blocks", "percentile_interval", "block_standard_errors", "block_noise", "politis_white",
-    "choose_block_length", "MIN_BLOCKS", "interval_widening", "summary_floor", "summary_replicates",
+    "choose_block_length", "MIN_BLOCKS", "interval_widening", "summary_floor", "summary_interval", "summary_replicates",
 ]
 
 #: Resamples per bootstrap (refits of the selected decay model per run).
@@ -669,6 +669,12 @@ def percentile_interval(values, level: float, *, integer: bool = False, widen: f
     return low, high
 
 
+def summary_interval(values, level: float, widen: float = 1.0) -> tuple[float, float]:
+    """:func:`percentile_interval` of a model-free summary's replicates: whole-number ends for a distance
+    (:func:`_integral`) and never below the smallest value the summary takes (:func:`summary_floor`)."""
+    return percentile_interval(values, level, integer=_integral(values), widen=widen, minimum=summary_floor(values))
+
+
 def summary_floor(values) -> float:
     """The smallest value a model-free summary can take, for :func:`percentile_interval`'s ``minimum``: 1 for a
     distance (whole-number replicates: a band width or crossing, since S(0) = 1 is above every level; a first
@@ -1004,8 +1010,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         if method == "anchor_block" else 1.0
     result = _result(method, level, block_length, thresholds, fits, reps, failed, widths, (low, high),
                      max_failed_fraction, widen)
-    summaries_ci = {name: percentile_interval(v, level, integer=_integral(v), widen=widen, minimum=summary_floor(v))
-                    for name, v in replicates.items()}
+    summaries_ci = {name: summary_interval(v, level, widen) for name, v in replicates.items()}
     return dataclasses.replace(result, exact=bool(spread <= 1e-12), correlation_length=float(correlation_length),
                                summaries=replicates, summaries_ci=summaries_ci)
 

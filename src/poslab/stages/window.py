@@ -156,8 +156,7 @@ class WindowAnalysis:
 def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
     """The run's nested windows, smallest first (module docstring); the last is the run's own (its summaries)."""
     from ..analysis.bootstrap import (_resample_weights, anchor_block_sums, block_standard_errors, choose_block_length,
-                                      interval_widening, percentile_interval, summary_floor, summary_replicates,
-                                      _integral)
+                                      interval_widening, summary_interval, summary_replicates)
     from ..analysis.profile import _similarity_profile
     from ..analysis.similarity import UnitRows, unit_rows
     from .bands import run_summaries, summariser
@@ -193,8 +192,7 @@ def window_analyses(ctx: RunContext) -> list[WindowAnalysis]:
             replicates = summary_replicates(profile.distance.astype(float), blocks.sums, blocks.counts, weights,
                                             summariser(profile, o, noise_se), progress=step)
         widen = interval_widening(blocks.sums.shape[0], o.ci_level, correlation, length)
-        intervals = {name: percentile_interval(v, o.ci_level, integer=_integral(v), widen=widen,
-                                               minimum=summary_floor(v)) for name, v in replicates.items()}
+        intervals = {name: summary_interval(v, o.ci_level, widen) for name, v in replicates.items()}
         noisy = {name for name, status in zip(summaries.names, summaries.status) if status == "within_noise"}
         intervals = {name: (low, math.nan) if name in noisy else (low, high) for name, (low, high) in intervals.items()}
         out.append(WindowAnalysis(f, n, d, summaries, replicates, intervals, False, length))

@@ -171,69 +171,67 @@ def _with_keys(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
     return pd.concat([front, frame.reset_index(drop=True)], axis=1)
 
 
-_frozen_lock = threading.Lock()
-_frozen_depth = 0
+class _ProcessWide:
+    """A process-wide interpreter setting made on the first of nested or concurrent entries and undone on the last
+    exit: ``make()`` applies it and returns what ``undo`` needs, or None to leave the process alone."""
+
+    def __init__(self, make, undo):
+        self._make, self._undo = make, undo
+        self._lock = threading.Lock()
+        self._depth, self._state = 0, None
+
+    @contextlib.contextmanager
+    def __call__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._state = self._make()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._state is not None:
+                    self._undo(self._state)
+                    self._state = None
 
 
-@contextlib.contextmanager
-def old_objects_frozen():
-    """Leave the objects that exist on entry out of the garbage collector's full collections until exit.
+def _freeze():
+    if gc.get_freeze_count():  # the process froze objects itself (a server before forking): left alone
+        return None
+    gc.freeze()
+    return True
 
-    A full collection visits every tracked object: after ``poslab run``'s imports (pandas, scipy, matplotlib)
-    about 150,000 of them, 0.15-0.25 s a collection on a 2-CPU machine, which the allocations of a run at 10^6
-    distances and of its figures trigger two or three times (holding the GIL). Frozen (:func:`gc.freeze`), those
-    objects are skipped; objects made meanwhile are collected as usual, so a run's own reference cycles are
-    freed; on exit they are unfrozen (:func:`gc.unfreeze`), and an object that became garbage meanwhile is
-    collected by the next full collection. Nested and concurrent uses freeze once, unfreeze on the last exit;
-    a process that froze objects itself (``gc.get_freeze_count()``: e.g. a server before forking) is left alone.
-    """
-    global _frozen_depth
-    with _frozen_lock:
-        own = _frozen_depth > 0 or gc.get_freeze_count() == 0
-        if own:
-            if _frozen_depth == 0:
-                gc.freeze()
-            _frozen_depth += 1
-    try:
-        yield
-    finally:
-        if own:
-            with _frozen_lock:
-                _frozen_depth -= 1
-                if _frozen_depth == 0:
-                    gc.unfreeze()
 
+#: Leave the objects that exist on entry out of the garbage collector's full collections until exit.
+#:
+#: A full collection visits every tracked object: after ``poslab run``'s imports (pandas, scipy, matplotlib)
+#: about 150,000 of them, 0.15-0.25 s a collection on a 2-CPU machine, which the allocations of a run at 10^6
+#: distances and of its figures trigger two or three times (holding the GIL). Frozen (:func:`gc.freeze`), those
+#: objects are skipped; objects made meanwhile are collected as usual, so a run's own reference cycles are
+#: freed; on exit they are unfrozen (:func:`gc.unfreeze`), and an object that became garbage meanwhile is
+#: collected by the next full collection. Nested and concurrent uses freeze once, unfreeze on the last exit;
+#: a process that froze objects itself (``gc.get_freeze_count()``) is left alone.
+old_objects_frozen = _ProcessWide(_freeze, lambda _: gc.unfreeze())
 
 #: Seconds a thread may hold the GIL while another waits for it (:func:`short_gil_turns`; Python's default 0.005).
 GIL_TURN = 0.0005
-_turns_lock = threading.Lock()
-_turns_depth = 0
-_turns_before = 0.005
 
 
-@contextlib.contextmanager
-def short_gil_turns():
-    """Let a thread that waits for the GIL get it after :data:`GIL_TURN` seconds instead of Python's 5 ms, until exit.
+def _shorten_turns() -> float:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(GIL_TURN, before))
+    return before
 
-    A thread that calls numpy many times (the kernel properties' ~500 calls of ~1 ms each, beside the later
-    stages) needs the GIL again after every call; a thread running Python code meanwhile (the decay fits, the
-    figures' import, a figure) keeps it for the switch interval, up to 5 ms, each time: the properties took
-    2-3x their CPU time in wall time and the main thread waited for them. Nothing computed depends on it (only
-    when threads take turns). Nested and concurrent uses set it once and restore it on the last exit.
-    """
-    global _turns_depth, _turns_before
-    with _turns_lock:
-        if _turns_depth == 0:
-            _turns_before = sys.getswitchinterval()
-            sys.setswitchinterval(min(GIL_TURN, _turns_before))
-        _turns_depth += 1
-    try:
-        yield
-    finally:
-        with _turns_lock:
-            _turns_depth -= 1
-            if _turns_depth == 0:
-                sys.setswitchinterval(_turns_before)
+
+#: Let a thread that waits for the GIL get it after :data:`GIL_TURN` seconds instead of Python's 5 ms, until exit.
+#:
+#: A thread that calls numpy many times (the kernel properties' ~500 calls of ~1 ms each, beside the later
+#: stages) needs the GIL again after every call; a thread running Python code meanwhile (the decay fits, the
+#: figures' import, a figure) keeps it for the switch interval, up to 5 ms, each time: the properties took
+#: 2-3x their CPU time in wall time and the main thread waited for them. Nothing computed depends on it (only
+#: when threads take turns). Nested and concurrent uses set it once and restore it on the last exit.
+short_gil_turns = _ProcessWide(_shorten_turns, sys.setswitchinterval)
 
 
 def free_cpu() -> bool:
