@@ -465,7 +465,8 @@ _FOOTNOTES = {
     "no_decay": "no_decay: the profile oscillates without decaying, so no summary of it is a number",
     "too_few_points": "too_few_points: too few distances to summarise the profile",
     "noise": ("noise: the profile falls to the level but never by more than crossing_z standard errors below "
-              "it within the window (status within_noise, summary_notes): a dip of the noise, not a crossing"),
+              "it within the window, or only at the window's last distances, whose pairs lie in one anchor block "
+              "(no standard error) (status within_noise, summary_notes): a dip of the noise, not a crossing"),
     "n/a": ("n/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
             "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
             "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png"),

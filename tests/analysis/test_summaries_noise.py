@@ -54,6 +54,37 @@ def test_a_real_crossing_is_reported_at_its_first_crossing():
     assert s.below_se[s.names.index("zero_crossing")] > 10
 
 
+def test_distances_without_a_standard_error_are_no_evidence_of_a_crossing():
+    """The window's last distances, where fewer than two anchor blocks hold a pair, have no standard error (NaN):
+    a crossing seen only there rests on one block's few pairs (whisper-tiny's zero crossing at 447 of 447 was one
+    pair, S = -0.03, per-pair spread ~0.1) and is within the noise, in both the vectorised and the row-by-row
+    summaries; before, the last known variance was carried forward and divided by n_pairs = 1."""
+    from poslab.analysis.summaries import summary_settings, summary_values_many
+
+    n = 448
+    k, pairs = np.arange(n), n - np.arange(n)
+    y = 0.9 * np.exp(-k / 150.0)  # > 0.04 up to 440
+    y[-3:] = [0.01, -0.01, -0.03]  # the last three distances (3, 2 and 1 pairs) dip below 0
+    se = np.where(k <= 417, 0.3 / np.sqrt(pairs), np.nan)  # two or more blocks hold a pair up to distance 417
+    se[400:418] = 1e-4  # a last known variance far below the rest: carried forward, it made S = -0.03 "significant"
+    s = profile_summaries(k, y, thresholds=[0.5, 0.0], noise_se=se, n_pairs=pairs)
+    for name in ("zero_crossing", "band_width_0", "integral_scale"):
+        assert s.status_of(name) == "within_noise" and math.isnan(s[name])
+    j = s.names.index("zero_crossing")
+    assert math.isnan(s.below_se[j])  # no distance with a known se at or after 445
+    assert "beyond distance 417" in s.reason[j] and "no evidence of a crossing" in s.reason[j]
+    assert s.status_of("band_width_0p5") == "ok"  # a crossing inside the known distances is unaffected
+    fast = summary_values_many(summary_settings(k, thresholds=[0.5, 0.0], noise_se=se, n_pairs=pairs), y)
+    many = summaries_many(k, y, thresholds=[0.5, 0.0], noise_se=se, n_pairs=pairs)
+    np.testing.assert_array_equal(fast[2], many.status)
+    np.testing.assert_array_equal(fast[1], many.values)
+    # the same dip inside the known distances, beyond z standard errors there, is a crossing
+    y2 = y.copy()
+    y2[390:] = -0.2
+    s2 = profile_summaries(k, y2, thresholds=[0.0], noise_se=se, n_pairs=pairs)
+    assert s2.status_of("zero_crossing") == "ok" and s2["zero_crossing"] == 390
+
+
 def test_an_exact_profile_keeps_the_plain_first_crossing():
     y = np.cos(np.pi * K / 400)  # crosses 0 just after 200, by less than any noise there
     plain = profile_summaries(K[:400], y[:400], thresholds=[0.5])

@@ -39,8 +39,9 @@ Every summary is a distance (positions) or NaN with a **status**:
 * ``undefined`` — S(0) is not positive, so S / S(0) means nothing (e-folding
   distance, integral scale);
 * ``within_noise`` — S falls to the noise floor around the level but not
-  significantly below it within max_distance (a crossing of a level the
-  profile only approaches; see "Crossings within the noise" below);
+  significantly below it within max_distance, or only at the last distances,
+  whose pairs lie in one anchor block (a crossing of a level the profile only
+  approaches; see "Crossings within the noise" below);
 
 and, for the whole profile, one of these *degenerate* statuses, which every
 summary of that profile takes (with the reason), never a number:
@@ -85,10 +86,17 @@ after its first crossing k₀::
     reached  ⇔  S(k) < L − z · se_L(k) for some k ≥ k₀,
     se_L(k)² = V_L / n_pairs(k),   V_L = mean over k ≥ k₀ of se(k)² · n_pairs(k),
 
-(a distance whose se is unknown, where fewer than two blocks hold a pair near
-the window's end, carries the last known se(k)² · n_pairs(k) forward)
+over the distances k ≥ k₀ whose se is known. A distance where fewer than two
+anchor blocks hold a pair (the window's last distances, whose pairs all start
+in the first block) has no standard error and is no evidence either way: its
+mean is one block's, a handful of pairs at the very end. (Carrying the last
+known variance forward made single pairs "cross": whisper-tiny's zero crossing
+at distance 447 of 447 rested on one pair, S = −0.03 with a per-pair spread of
+~0.1, against a variance carried from a distance with two blocks.) A crossing
+whose first distance k₀ lies beyond the last distance with a known se is
+therefore ``within_noise``.
 
-with z = ``crossing_z`` (:data:`CROSSING_Z` = 3.5). The crossing distance
+Here z = ``crossing_z`` (:data:`CROSSING_Z` = 3.5). The crossing distance
 stays k₀ (no upward bias for a real crossing); otherwise the summary is
 ``within_noise`` (NaN) and the integral scale, which ends at the zero
 crossing, takes the zero crossing's status. This is the practice of judging a
@@ -107,8 +115,8 @@ tens to hundreds of effectively independent distances, and z = 3.5 is the
 one-sided Bonferroni bound at 5 % over about 200 of them (Φ⁻¹(1 − 0.05 / 200)
 = 3.48). Measured on the null (benchmarks/README.md): the zero crossing is
 ``within_noise`` in most seeds and its interval is open above in 90–100 %.
-Exact profiles (``noise_se`` None or 0: kernels, translation-invariant tables)
-keep the plain first crossing. Bootstrap replicates apply the same rule with
+Exact profiles (``noise_se`` None, or at most :data:`EXACT_SE` everywhere:
+kernels, translation-invariant tables) keep the plain first crossing. Bootstrap replicates apply the same rule with
 the original profile's ``noise_se`` (a replicate within the noise is beyond
 the window, +inf, so the interval is open above). The first minimum keeps its
 own noise rule (``min_rise``, ``min_rise_se``).
@@ -135,8 +143,8 @@ import pandas as pd
 from .bands import DEFAULT_THRESHOLDS
 
 __all__ = [
-    "MIN_POINTS", "CONDITIONING_DELTA", "ILL_CONDITIONED_SPREAD", "MIN_RISE", "MIN_RISE_SE", "CROSSING_Z", "STATUSES",
-    "DEGENERATE", "SUMMARY_NAMES", "ProfileSummaries", "SummaryArrays", "profile_summaries", "summaries_many",
+    "MIN_POINTS", "CONDITIONING_DELTA", "ILL_CONDITIONED_SPREAD", "MIN_RISE", "MIN_RISE_SE", "CROSSING_Z", "EXACT_SE",
+    "STATUSES", "DEGENERATE", "SUMMARY_NAMES", "ProfileSummaries", "SummaryArrays", "profile_summaries", "summaries_many",
     "summary_names", "threshold_name", "check_thresholds", "summary_settings", "summary_values_many",
 ]
 
@@ -154,6 +162,9 @@ MIN_RISE_SE = 25.0
 #: Standard errors by which a profile must fall below a level, somewhere at or after its first crossing, for the
 #: crossing to count (one-sided Bonferroni bound at 5 % over ~200 distances; module docstring).
 CROSSING_Z = 3.5
+#: Standard errors at or below this everywhere are an exact profile's rounding (an exactly translation-invariant
+#: table's anchor blocks agree to ~1e-16; the bootstrap's exactness tolerance, 1e-12): no noise rule.
+EXACT_SE = 1e-12
 
 #: Status codes of :class:`SummaryArrays` (index = code; the degenerate ones last, so a row's largest code is its
 #: degenerate status when it has one).
@@ -368,7 +379,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
         where unknown): a crossing counts only when S falls below its level by
         more than ``crossing_z`` of them (module docstring, "Crossings within
         the noise"); the same for every row (bootstrap replicates use the
-        original profile's). None, or all zero: exact profiles, plain first
+        original profile's). None, or all at most EXACT_SE: exact profiles, plain first
         crossings.
     n_pairs : array_like of shape (n_distances,), optional
         Pairs behind each distance's mean (the pooling weights of ``noise_se``);
@@ -522,8 +533,9 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
 
 
 def _pooled_noise(noise_se, n_pairs, n: int, crossing_z: float):
-    """(weighted variances se² · n_pairs with 0 where unknown, their reverse cumulative sums and counts, n_pairs)
-    for the pooled V_L of the module docstring; None for an exact profile (no ``noise_se``, or all zero)."""
+    """(reverse cumulative sums of the variances per pair se² · n_pairs and counts, over the distances whose se is
+    known; n_pairs, NaN where se is unknown) for the pooled V_L of the module docstring; None for an exact profile
+    (no ``noise_se``, or all <= EXACT_SE)."""
     if not crossing_z >= 0:
         raise ValueError(f"crossing_z must be a number >= 0 (standard errors), got {crossing_z!r}")
     if noise_se is None:
@@ -536,17 +548,14 @@ def _pooled_noise(noise_se, n_pairs, n: int, crossing_z: float):
         raise ValueError(f"noise_se and n_pairs must have shape ({n},) like distance, got {se.shape} and "
                          f"{pairs.shape}")
     known = np.isfinite(se) & (pairs > 0)
-    if not np.any(se[known] > 0):
+    if not np.any(se[known] > EXACT_SE):  # an exact profile (its blocks agree but for rounding)
         return None
-    weighted = np.where(known, se**2 * np.where(known, pairs, 0.0), np.nan)
-    # distances whose standard error is unknown (fewer than two blocks hold a pair there, at the window's end) carry
-    # the last known variance per pair forward, as the fits' noise model does
-    last = np.maximum.accumulate(np.where(known, np.arange(n), -1))
-    carried = (pairs > 0) & (last >= 0)
-    weighted = np.where(carried, weighted[np.maximum(last, 0)], 0.0)
+    # a distance whose standard error is unknown (fewer than two blocks hold a pair: the window's end) is no
+    # evidence: it is left out of V_L and of the maximum (its pairs NaN)
+    weighted = np.where(known, se**2 * np.where(known, pairs, 0.0), 0.0)
     total = np.cumsum(weighted[::-1])[::-1]
-    count = np.cumsum(carried[::-1])[::-1]
-    return total, count, np.where(pairs > 0, pairs, np.nan)
+    count = np.cumsum(known[::-1])[::-1]
+    return total, count, np.where(known, pairs, np.nan)
 
 
 def _below_se(y, level, index, total, count, pairs) -> np.ndarray:
@@ -671,9 +680,12 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         raise ValueError(f"similarity must be a 1-D profile, got shape {y.shape}; use summaries_many for many")
     arrays = summaries_many(distance, y[None, :], thresholds=thresholds, se=se, min_rise=min_rise,
                             min_rise_se=min_rise_se, noise_se=noise_se, n_pairs=n_pairs, crossing_z=crossing_z)
-    exact = _pooled_noise(noise_se, n_pairs, y.size, crossing_z) is None
+    noise = _pooled_noise(noise_se, n_pairs, y.size, crossing_z)
+    exact = noise is None
     d = np.asarray(distance, dtype=float)
     max_distance = int(d[-1]) if d.size else 0
+    known = np.flatnonzero(np.isfinite(noise[2])) if noise is not None else np.zeros(0, dtype=int)
+    last_known = int(d[known[-1]]) if known.size else None  # the last distance with a standard error
     statuses = tuple(STATUSES[c] for c in arrays.status[0])
     reasons = []
     for j, (name, st) in enumerate(zip(arrays.names, statuses)):
@@ -684,7 +696,7 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         elif st == "undefined":
             reasons.append("S(0) is not positive: S / S(0) is not defined")
         elif st == "within_noise":
-            reasons.append(_within_noise_reason(name, arrays, j, crossing_z, max_distance))
+            reasons.append(_within_noise_reason(name, arrays, j, crossing_z, max_distance, last_known))
         elif arrays.ill_conditioned[0, j]:  # the integral scale: that of the zero crossing it is integrated up to
             reasons.append(("it ends at the zero crossing, which is ill-conditioned: " if name == "integral_scale" else "")
                            + f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
@@ -701,13 +713,18 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         below_se=arrays.below_se[0], crossing_z=None if exact else float(crossing_z))
 
 
-def _within_noise_reason(name: str, arrays: SummaryArrays, j: int, crossing_z: float, max_distance: int) -> str:
+def _within_noise_reason(name: str, arrays: SummaryArrays, j: int, crossing_z: float, max_distance: int,
+                         last_known: int | None) -> str:
     if name == "integral_scale":
         j = arrays.names.index("zero_crossing")
         prefix = "it ends at the zero crossing, which is within the noise: "
     else:
         prefix = ""
     below = arrays.below_se[0, j]
+    if not np.isfinite(below):  # the crossing lies beyond every distance with a standard error
+        return (f"{prefix}S first falls below {arrays.level[0, j]:.3g} at {arrays.crossing[0, j]:.1f}, beyond "
+                f"distance {last_known}, the last one whose pairs lie in two or more anchor blocks: there S rests on "
+                "one block's few pairs and has no standard error, so the fall is no evidence of a crossing")
     return (f"{prefix}S first falls below {arrays.level[0, j]:.3g} at {arrays.crossing[0, j]:.1f} but never by more "
             f"than {crossing_z:g} standard errors up to max_distance {max_distance} (at most {below:.2g}): it falls to "
             "the noise floor around the level, not significantly below it")

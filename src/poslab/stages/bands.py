@@ -71,7 +71,8 @@ SUMMARIES = Table(
         Column("value", "float", "positions", "the summary (empty unless status is ok)", required=True),
         Column("status", "str", "", "ok; not_reached (within max_distance); undefined (S(0) <= 0); within_noise "
                "(S falls to the noise floor around the level but never crossing_z standard errors below it within "
-               "max_distance; the integral scale: its zero crossing is); or the profile's degenerate status, which "
+               "max_distance, or only at distances whose pairs lie in one anchor block; the integral scale: its "
+               "zero crossing is); or the profile's degenerate status, which "
                "every summary of it takes: too_few_points, flat (no decay beyond distance 1), rising, no_decay "
                "(oscillates without decaying)", required=True),
         Column("reason", "str", "", "why it is not a number, or why it is ill-conditioned"),
