@@ -48,7 +48,9 @@ def test_ill_conditioned_crossings_are_flagged_with_their_range(exact):
         assert f"{r.value:.0f} (ill-conditioned: {r.crossing_low:.0f}–{r.crossing_high:.0f})" in text
     assert "185 (ill-conditioned: 154–221)" in text and "166 (ill-conditioned: 135–203)" in text
     assert len(re.findall(r"\(ill-conditioned: \d", text)) == 3 and "55 (exact)" in text  # well-conditioned exact ones stay (exact)
-    assert _notes(text) == ["(exact)", "(ill-conditioned", "> N", "-"]  # (exact), the range, > 1023, the integral
+    # the first minima of the exact cosine sums are ripples, as the README's table and comparison_pairs.csv say
+    assert "787 (ripple, 0.05)" in text and "34 (ripple, 0.06)" in text
+    assert _notes(text) == ["(exact)", "(ripple, d)", "(ill-conditioned", "> N", "-"]  # + the range, > 1023, the integral
     assert max(map(len, text.splitlines())) <= 80
 
 
@@ -58,7 +60,7 @@ def test_an_exact_run_draws_no_resamples(exact, sampled):
 
 
 #: how each footnote's marker looks in the table
-MARKS = {"(exact)": r"\(exact\)", "(ill-conditioned": r"\(ill-conditioned: \d", "ends at a–b":
+MARKS = {"(exact)": r"\(exact\)", "(ripple, d)": r"\(ripple, \d", "(ill-conditioned": r"\(ill-conditioned: \d", "ends at a–b":
          r"\(ill-conditioned: ends at \d", "[low, >]": r", >\]", "*": r"\*",
          "> N": r" > \d", "flat": r" flat( |$)", "noise": r" noise( |$)", "n/a": r" n/a( |$)", "-": r" -( |$)"}
 

@@ -367,7 +367,9 @@ def _summary_text(summary) -> str:
     scale (no zero crossing within the window) is "-". A
     number of a run whose ``ci_method`` is ``exact`` (no sampling variability,
     no interval) is followed by "(exact)", explained under the table, never
-    by a bracket, unless the crossing is ``ill_conditioned`` (``summary_notes``):
+    by a bracket; its first minimum, a dip of an exact cosine sum, by
+    "(ripple, depth)" (the README's table; comparison_pairs.csv's note),
+    unless the crossing is ``ill_conditioned`` (``summary_notes``):
     then "(ill-conditioned: low–high)" follows the number (an exact run) or its
     interval, the range the crossing moves over when the level changes by
     ±0.02, as in the README; a summary the run flags
@@ -392,6 +394,8 @@ def _summary_text(summary) -> str:
         notes = r.get("summary_notes")
         notes = notes if isinstance(notes, str) else ""
         degenerate = next((d for d in DEGENERATE if notes.startswith(f"every summary: {d} ")), "")
+        cosine = r.get("kernel") if isinstance(r.get("kernel"), str) else "cosine"
+        cosine = cosine == "cosine"  # a cosine-similarity profile (not a relative-bias kernel's)
         moved = r.get("window_dependent")
         moved = set(moved.split(";")) if isinstance(moved, str) and moved else set()
         for name, col in shown:
@@ -423,6 +427,10 @@ def _summary_text(summary) -> str:
                 seen.add("ends" if ill.startswith(": ends at") else "ill")
                 if text.count(", >]"):
                     seen.add("open")
+            elif name == "first_minimum" and exact[i] and cosine and pd.notna(r.get("first_minimum_depth")):
+                # a dip of an exact cosine sum, as comparison_pairs.csv says
+                text = f"{fmt.format(value)} (ripple, {r['first_minimum_depth']:.2f})"
+                seen.add("ripple")
             elif col.interval and exact[i]:
                 text = f"{fmt.format(value)} (exact)"
                 seen.add("exact")
@@ -452,6 +460,9 @@ _FOOTNOTES = {
     "exact": ("(exact): the table is exactly translation invariant, or the run is a kernel computed exactly by "
               "distance, so resampling positions changes nothing: no sampling variability and no interval "
               "(ci_method exact); the fit's own uncertainty is decay_length_se in decay_metrics.csv"),
+    "ripple": ("(ripple, d): the first minimum of an exact cosine sum (a translation-invariant table, a RoPE "
+               "kernel), from which S rises back by d (first_minimum_depth): a ripple of the cosine sum, not a "
+               "length scale; compare the band widths for that (comparison_pairs.csv says so too)"),
     "ill": ("(ill-conditioned: a–b): the profile comes back above the level later on, and a change of ±0.02 in "
             "the level moves the crossing from a to b (summaries.csv ill_conditioned, crossing_low/_high)"),
     "ends": ("ends at a–b: an integral scale \"(ill-conditioned: ends at a–b)\" is integrated up to an "
