@@ -34,7 +34,8 @@ def test_run_writes_refuses_overwrite_and_redraws(tmp_path):
     assert "sinusoidal" in first.output and (out / "profiles.csv").is_file()
     before = (out / "profiles.csv").read_bytes()
     again = runner.invoke(main, ["run", str(study), "--out", str(out), "--no-progress"])
-    assert again.exit_code != 0 and "--overwrite" in again.output
+    assert again.exit_code == 2 and "pass --overwrite to replace it, or choose another --out" in again.output
+    assert "overwrite=True" not in again.output  # the flag, not the Python keyword
     assert (out / "profiles.csv").read_bytes() == before
     assert runner.invoke(main, ["run", str(study), "--out", str(out), "--overwrite", "--no-progress"]).exit_code == 0
     (out / "decay_curves.png").unlink()

@@ -121,6 +121,12 @@ class BadInput(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+def _said(exc: Exception) -> str:
+    """The message of ``exc`` for the command line: its ``cli_message`` (the flags, not the Python keywords) if
+    it has one (:class:`poslab.study.ResultsExistError`), else ``str(exc)``."""
+    return getattr(exc, "cli_message", None) or str(exc)
+
+
 def _fresh_line() -> str:
     """A newline on a terminal, where the ^C echoed or a progress bar may end the current line; else nothing."""
     try:
@@ -224,7 +230,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
         if not force and scheduler is None:  # a remote cluster's memory is not this machine's
             check_resources(spec, workers=workers)
     except (StudyError, ResourceError, ResultsExistError, OSError) as exc:
-        raise BadInput(str(exc)) from None
+        raise BadInput(_said(exc)) from None
     started = time.perf_counter()
     threading.Thread(target=_import_figures, name="poslab-import-figures", daemon=True).start()
     click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
@@ -245,7 +251,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
             warnings.simplefilter("always")
             written = write_results(result, out, overwrite=overwrite, progress=progress)
     except ResultsExistError as exc:
-        raise BadInput(str(exc)) from None
+        raise BadInput(_said(exc)) from None
     except OSError as exc:  # the disk filled up, the folder became read-only: the old result is untouched
         raise click.ClickException(f"{exc}; the analysis was not saved (any earlier result in {out} is intact)") \
             from None

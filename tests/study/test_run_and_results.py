@@ -109,8 +109,9 @@ def test_manifest(study):
 def test_refuses_to_overwrite_and_overwrites_when_asked(study):
     spec, result, out = study
     before = (out / "summary.csv").read_bytes()
-    with pytest.raises(ResultsExistError, match="--overwrite"):
+    with pytest.raises(ResultsExistError, match=r"pass --overwrite \(overwrite=True\) to replace it") as refused:
         write_results(result, out)
+    assert refused.value.cli_message == f"results folder {out} exists; pass --overwrite to replace it, or choose another --out"
     assert (out / "summary.csv").read_bytes() == before
     written = {p.name for p in out.iterdir()}
     write_results(result, out, overwrite=True)

@@ -67,7 +67,15 @@ _KEY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "seaborn", "safetenso
 
 
 class ResultsExistError(FileExistsError):
-    """The results folder exists and may not be replaced (no overwrite, or not poslab results)."""
+    """The results folder exists and may not be replaced (no overwrite, or not poslab results).
+
+    The message is written in the command's terms (``--overwrite``, ``--out``): :attr:`cli_message` is what
+    ``poslab run`` prints; ``str()`` also names the keyword of the Python call, ``--overwrite (overwrite=True)``.
+    """
+
+    def __init__(self, message: str):
+        self.cli_message = message.replace(" (overwrite=True)", "")  # idempotent: a re-raised (unpickled) one
+        super().__init__(self.cli_message.replace("--overwrite", "--overwrite (overwrite=True)"))
 
 
 def check_writable(out, *, overwrite: bool = False) -> Path:
@@ -95,7 +103,7 @@ def check_writable(out, *, overwrite: bool = False) -> Path:
         if out.is_dir() and any(out.iterdir()) and not _is_results_folder(out):
             raise ResultsExistError(f"{out} exists and is not a poslab results folder (it holds other files); "
                                     "choose another --out")
-        raise ResultsExistError(f"results folder {out} exists; pass --overwrite (overwrite=True) or choose another --out")
+        raise ResultsExistError(f"results folder {out} exists; pass --overwrite to replace it, or choose another --out")
     if not out.is_dir():
         raise ResultsExistError(f"{out} exists and is not a folder; choose another --out")
     if Path.cwd().resolve().is_relative_to(out.resolve()):
