@@ -77,7 +77,28 @@ def test_failed_runs_exit_nonzero_but_results_are_written(tmp_path, monkeypatch)
 
 def test_plot_refuses_a_folder_without_tables(tmp_path):
     result = CliRunner().invoke(main, ["plot", str(tmp_path)])
-    assert result.exit_code != 0 and "not a poslab results folder" in result.output
+    assert result.exit_code == 2 and result.output == (
+        f"Error: {tmp_path} is not a poslab results folder (no manifest.json); give the folder poslab run wrote "
+        "(--out, default results/<study name>)\n")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "manifest.json").write_text("{}")
+    result = CliRunner().invoke(main, ["plot", str(tmp_path)])  # results/ instead of results/NAME: named
+    assert result.exit_code == 2 and "(no manifest.json); the results folders in it are mine; give" in result.output
+
+
+def test_a_missing_study_file_says_where_it_looked_and_what_to_give(tmp_path, monkeypatch):
+    from poslab.study import default_study_path
+
+    monkeypatch.chdir(tmp_path)
+    packaged = default_study_path().parent
+    result = CliRunner().invoke(main, ["run", "nope.toml"])
+    assert result.exit_code == 2 and result.output == (
+        f"Error: no study file nope.toml (looked for {tmp_path / 'nope.toml'}); give the path of a study TOML file "
+        f"(README: Study files), e.g. one of the packaged studies in {packaged}\n")
+    result = CliRunner().invoke(main, ["run", "rope_scaling.toml"])  # a packaged study's name, from elsewhere
+    assert result.exit_code == 2 and (f"the packaged study of that name is {packaged / 'rope_scaling.toml'}: give "
+                                      "that path") in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_default_study_end_to_end_from_any_folder(tmp_path, monkeypatch, gpt2_table):

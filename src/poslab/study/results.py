@@ -714,7 +714,14 @@ def read_manifest(folder) -> dict:
     """
     path = Path(folder) / "manifest.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json)")
+        try:  # results/ itself, say: name the results folders inside it
+            inside = sorted(p.name for p in Path(folder).iterdir() if (p / "manifest.json").is_file())
+        except OSError:
+            inside = []
+        hint = (f"; the results folders in it are {', '.join(inside[:3])}{', ...' if len(inside) > 3 else ''}"
+                if inside else "")
+        raise FileNotFoundError(f"{folder} is not a poslab results folder (no manifest.json){hint}; give the folder "
+                                "poslab run wrote (--out, default results/<study name>)")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:

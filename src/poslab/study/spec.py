@@ -377,6 +377,20 @@ def _missing_file(value, folder: Path) -> Path | None:
     return Path(os.path.abspath(given if given.is_absolute() else folder / given))
 
 
+def _no_study_file(path: Path) -> str:
+    """Why ``path`` is not a study file, the path looked at, and what to give instead (the packaged studies)."""
+    from . import default_study_path
+
+    packaged = default_study_path().parent
+    looked = os.path.abspath(path)
+    at = "" if str(path) == looked else f" (looked for {looked})"
+    what = f"{path} is a folder, not a study file" if path.is_dir() else f"no study file {path}{at}"
+    if (packaged / path.name).is_file() and not path.is_dir():
+        return f"{what}; the packaged study of that name is {packaged / path.name}: give that path"
+    return (f"{what}; give the path of a study TOML file (README: Study files), e.g. one of the packaged studies "
+            f"in {packaged}")
+
+
 def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
     """Read and validate a TOML study file.
 
@@ -394,7 +408,7 @@ def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no study file {path}")
+        raise FileNotFoundError(_no_study_file(path))
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is allowed
     except UnicodeDecodeError as exc:
