@@ -41,9 +41,9 @@ def test_an_entry_may_analyse_a_shorter_window(tmp_path):
     """))
     assert [(r.label, r.n_positions, r.max_distance) for r in spec.runs()] == [
         ("sinusoidal", 20, 19), ("random", 64, 63), ("random", 64, 63), ("random", 64, 63)]
-    with pytest.raises(StudyError, match="entry 1: n_positions = 65 exceeds the study's n_positions = 64"):
+    with pytest.raises(StudyError, match="entry 1 \\(kind = 'sinusoidal'\\): n_positions = 65 exceeds the study's n_positions = 64"):
         load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "sinusoidal"\nn_positions = 65\n'))
-    with pytest.raises(StudyError, match="entry 1 n_positions must be an integer >= 2, got 1"):
+    with pytest.raises(StudyError, match="entry 1 \\(kind = 'sinusoidal'\\): n_positions must be an integer >= 2, got 1"):
         load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "sinusoidal"\nn_positions = 1\n'))
 
 
@@ -79,6 +79,31 @@ def test_bad_entries_fail_before_work_with_file_entry_and_choices(tmp_path, entr
         load_study(path)
 
 
+@pytest.mark.parametrize("entry, rest", [
+    ('kind = "learned"\nsource = "gone.npy"', "source = 'gone.npy' looks like a file path, and there is no file or folder "),
+    ('kind = "learned"\nsource = "gpt2"', "source = 'gpt2' is both the bundled table gpt2"),
+    ('kind = "sinusoidal"\nn_positions = 65', "n_positions = 65 exceeds the study's n_positions = 64"),
+    ('kind = "sinusoidal"\nn_positions = 1', "n_positions must be an integer >= 2, got 1"),
+    ('kind = "random"', "random appears twice (also in entry 1)"),
+    ('kind = "sinusoidal"\nlayout = ["interleaved", "interleaved"]', "sinusoidal appears twice (also in this entry)"),
+    ('kind = "sinusoidal"\nbase = []', "base is an empty list"),
+    ('kind = "sinusoidal"\nbase = "big"', "base must be a finite number, got 'big'"),
+    ('kind = "sinusodal"', "unknown encoding kind 'sinusodal'"),
+    ('kind = "random"\nstd = [1.0, 2.0, 3.0, 4.0]', "expands to 12 runs"),
+    ('kind = ["random"]', "kind must be one name"),
+])
+def test_every_error_about_an_entry_names_it_the_same_way(tmp_path, entry, rest):
+    """QA: a missing table file did not say which [[encodings]] entry named it; every per-entry message now begins
+    FILE: [[encodings]] entry N (kind = 'K'): ..."""
+    (tmp_path / "gpt2").mkdir()  # a bare bundled name that is also a folder beside the study: ambiguous
+    path = write(tmp_path, BASE + '[[encodings]]\nkind = "random"\n[[encodings]]\n' + entry + "\n")
+    kind = entry.split('"')[1] if not entry.startswith("kind = [") else None
+    with pytest.raises(StudyError) as refused:
+        load_study(path, max_runs=10)
+    head = f"{path}: [[encodings]] entry 2" + (f" (kind = {kind!r})" if kind else "")
+    assert str(refused.value).startswith(head) and str(refused.value)[len(head):].lstrip(": ").startswith(rest)
+
+
 @pytest.mark.parametrize("change, pattern", [
     ("nme = 1", "unknown key"),
     ("max_distance = 64", r"max_distance must be an integer in \[1, 63\], got 64; it must be < n_positions = 64"),
@@ -98,7 +123,7 @@ def test_bad_top_level(tmp_path, change, pattern):
 def test_invalid_toml_and_duplicates(tmp_path):
     with pytest.raises(StudyError, match="not valid TOML"):
         load_study(write(tmp_path, "name = \n"))
-    with pytest.raises(StudyError, match="appears twice"):
+    with pytest.raises(StudyError, match=r"entry 2 \(kind = 'random'\): random appears twice \(also in entry 1\); remove"):
         load_study(write(tmp_path, BASE + '[[encodings]]\nkind = "random"\n[[encodings]]\nkind = "random"\n'))
     with pytest.raises(FileNotFoundError):
         load_study(tmp_path / "nope.toml")

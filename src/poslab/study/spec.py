@@ -193,14 +193,21 @@ def _analysis(raw, where) -> AnalysisOptions:
         raise StudyError(str(exc)) from None
 
 
+def _entry(where: str, index: int, entry) -> str:
+    """How every message about one ``[[encodings]]`` entry begins: ``FILE: [[encodings]] entry N (kind = 'K')``
+    (N counts from 1 in the file's order; the kind when the entry names one)."""
+    kind = entry.get("kind") if isinstance(entry, dict) else None
+    return f"{where}: [[encodings]] entry {index + 1}" + (f" (kind = {kind!r})" if isinstance(kind, str) else "")
+
+
 def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_runs: int | None) -> list[Encoding]:
     """The encodings of one ``[[encodings]]`` entry; refused before they are built if the study would exceed ``max_runs``."""
     if not isinstance(entry, dict) or "kind" not in entry:
-        raise StudyError(f"{where}: [[encodings]] entry {index + 1} must be a table with a kind = \"...\", got {entry!r}")
+        raise StudyError(f"{_entry(where, index, entry)} must be a table with a kind = \"...\", got {entry!r}")
     kind = entry["kind"]
     if not isinstance(kind, str):
         hint = "; write one [[encodings]] entry per kind" if isinstance(kind, list) else ""
-        raise StudyError(f"{where}: [[encodings]] entry {index + 1}: kind must be one name such as \"sinusoidal\", "
+        raise StudyError(f"{_entry(where, index, entry)}: kind must be one name such as \"sinusoidal\", "
                          f"got {kind!r}{hint}")
     params = {k: v for k, v in entry.items() if k != "kind"}
     cls = None
@@ -210,18 +217,18 @@ def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_ru
     except KeyError:
         pass  # unknown kind: make_encoding below names the installed ones
     except (TypeError, ValueError) as exc:
-        raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {exc}") from None
+        raise StudyError(f"{_entry(where, index, entry)}: {exc}") from None
     grid_keys = [k for k, v in params.items() if isinstance(v, list)]
     for k in grid_keys:
         if not params[k]:
-            raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {k} is an empty list")
+            raise StudyError(f"{_entry(where, index, entry)}: {k} is an empty list")
     size = math.prod(len(params[k]) for k in grid_keys)
     runs = size * (n_seeds if cls is not None and cls.stochastic else 1)
     if max_runs is not None and used + runs > max_runs:
         grid = " x ".join(f"{len(params[k])} {k}" for k in grid_keys) or "1 setting"
         seeds = f" x {n_seeds} seeds" if cls is not None and cls.stochastic else ""
         before = f", after {used} runs of the entries before it" if used else ""
-        raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}) expands to {runs} runs "
+        raise StudyError(f"{_entry(where, index, entry)} expands to {runs} runs "
                          f"({grid}{seeds}){before}: more than the {max_runs} runs a study may have; shorten its "
                          "lists or seeds, or lift the cap on purpose with poslab run --force")
     out = []
@@ -232,7 +239,7 @@ def _expand(entry: dict, index: int, where: str, n_seeds: int, used: int, max_ru
         except (KeyError, TypeError, ValueError) as exc:
             msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
             msg = msg.removeprefix(f"{kind}: ")  # the entry already names the kind
-            raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {kind!r}): {msg}") from None
+            raise StudyError(f"{_entry(where, index, entry)}: {msg}") from None
     return out
 
 
@@ -302,25 +309,27 @@ def parse_study(data: dict[str, Any], *, source: str = "<dict>", text: str = "",
         raise StudyError(f"{where}: give at least one [[encodings]] table")
     encodings: list[Encoding] = []
     lengths: list[int] = []
-    labels: set[str] = set()
+    labels: dict[str, int] = {}  # label -> the entry (index) it came from
     n_runs = 0
     for index, entry in enumerate(entries):
         length = n_positions
         if isinstance(entry, dict) and "n_positions" in entry:
             entry = dict(entry)
-            length = _int(entry.pop("n_positions"), f"[[encodings]] entry {index + 1} n_positions", where, 2)
+            length = _int(entry.pop("n_positions"), "n_positions", _entry(where, index, entry), 2)
             if length > n_positions:
-                raise StudyError(f"{where}: [[encodings]] entry {index + 1}: n_positions = {length} exceeds the "
+                raise StudyError(f"{_entry(where, index, entry)}: n_positions = {length} exceeds the "
                                  f"study's n_positions = {n_positions}; an entry may only analyse a shorter window")
         for enc in _expand(entry, index, where, len(seeds), n_runs, max_runs):
             try:
                 enc.check_size(length, dim, max_distance=min(max_distance, length - 1))
             except Exception as exc:  # any failure to produce the table is this entry's fault
                 msg = (exc.args[0] if isinstance(exc, KeyError) else str(exc)).removeprefix(f"{enc.kind}: ")
-                raise StudyError(f"{where}: [[encodings]] entry {index + 1} (kind = {enc.kind!r}): {msg}") from None
+                raise StudyError(f"{_entry(where, index, entry)}: {msg}") from None
             if enc.label in labels:
-                raise StudyError(f"{where}: [[encodings]] entry {index + 1}: {enc.label} appears twice; remove the duplicate")
-            labels.add(enc.label)
+                first = "this entry" if labels[enc.label] == index else f"entry {labels[enc.label] + 1}"
+                raise StudyError(f"{_entry(where, index, entry)}: {enc.label} appears twice (also in {first}); "
+                                 "remove the duplicate")
+            labels[enc.label] = index
             n_runs += len(seeds) if enc.stochastic else 1
             encodings.append(enc)
             lengths.append(length)
@@ -417,7 +426,7 @@ def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
-    for entry in data.get("encodings", []) if isinstance(data.get("encodings"), list) else []:
+    for index, entry in enumerate(data.get("encodings", []) if isinstance(data.get("encodings"), list) else []):
         try:
             cls = get_encoding_class(entry["kind"])
         except (TypeError, KeyError, ValueError):
@@ -427,13 +436,12 @@ def load_study(path, *, max_runs: int | None = MAX_RUNS) -> StudySpec:
                 try:
                     entry[name] = _beside(entry[name], path.parent, bundled=name in cls.bundled_params)
                 except ValueError as exc:  # a bare bundled name that also exists beside the study file
-                    raise StudyError(f"{path}: [[encodings]] kind = {entry['kind']!r}, {name} = {exc}") from None
+                    raise StudyError(f"{_entry(str(path), index, entry)}: {name} = {exc}") from None
                 for value in entry[name] if isinstance(entry[name], list) else [entry[name]]:
                     missing = _missing_file(value, path.parent)
                     if missing is not None:
                         raise StudyError(
-                            f"{path}: [[encodings]] kind = {entry['kind']!r}, {name} = {value!r} looks like a file "
-                            f"path, and there is no file or folder {missing} (a relative path is read beside the "
-                            "study file). Write the path of an existing file, relative to the study file or "
-                            "absolute; a Hub id ORG/NAME is read only from the local Hugging Face cache")
+                            f"{_entry(str(path), index, entry)}: {name} = {value!r} looks like a file path, and "
+                            f"there is no file or folder {missing} (a relative path is read beside the study file); "
+                            "give the path of an existing file, or a Hub id ORG/NAME")
     return parse_study(data, source=str(path), text=text, max_runs=max_runs)
