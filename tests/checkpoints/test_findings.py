@@ -5,6 +5,7 @@ save_pretrained; tests/hf/test_learned_matrix.py checks the same rules against t
 """
 
 import json
+import re
 import tracemalloc
 import zipfile
 
@@ -151,15 +152,48 @@ def test_empty_pt_file(tmp_path):
 
 
 @pytest.mark.parametrize("array, advice", [
-    (np.zeros((2, 3, 4), np.float32), r"shape \(2, 3, 4\), not \(rows, dim\) or \(1, rows, dim\); save the table"),
-    (np.arange(12).reshape(6, 2), r"dtype int64, not a float table of position vectors; save the float table")])
+    (np.zeros(10, np.float32), "it holds a 1-D array of shape (10,); a position table must be 2-D (positions x dim): "
+                               "save it so, e.g. numpy.save(path, table.reshape(n_positions, dim))"),
+    (np.zeros((2, 3, 4), np.float32), "it holds a 3-D array of shape (2, 3, 4); a position table must be 2-D "
+                                      "(positions x dim) or (1, positions, dim), e.g. table.reshape(-1, dim) if its "
+                                      "leading axes are positions"),
+    (np.arange(12).reshape(6, 2), "it holds an array (6, 2) of dtype int64, not floats; a position table must be "
+                                  "floats (positions x dim): save table.astype('float32')"),
+    (np.ones((6, 2), complex), "it holds an array (6, 2) of dtype complex128, not floats;"),
+    (np.zeros((0, 8)), "it holds an empty array of shape (0, 8); a position table must have a row per position "
+                       "(positions x dim): save the whole table"),
+    (np.zeros(0), "it holds an empty array of shape (0,);"),
+    (np.float64(3.0), "it holds a single number (shape ()); a position table must be 2-D (positions x dim): save the "
+                      "whole table")])
 def test_npy_that_is_not_a_table(tmp_path, array, advice):
+    """QA: a 1-D .npy was refused with the checkpoint path's "no config.json"; the message says what the file
+    holds, what a position table is and what to save, in a study (naming its entry) as in poslab inspect."""
+    from poslab.study import StudyError, load_study
+
     np.save(tmp_path / "t.npy", array)
-    with pytest.raises(ValueError, match=advice) as err:
+    with pytest.raises(ValueError) as err:
         learned(tmp_path / "t.npy").generate(2, 1)
-    assert "key = NAME" not in str(err.value)  # impossible for a .npy
+    assert str(err.value).startswith(f"{tmp_path / 't.npy'}: {advice}")
+    assert "key = NAME" not in str(err.value) and "config.json" not in str(err.value)  # neither applies to a .npy
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\nn_positions = 2\ndim = 2\n[[encodings]]\nkind = "learned"\nsource = "t.npy"\n')
+    with pytest.raises(StudyError, match="^" + re.escape(f"{study}: [[encodings]] entry 1 (kind = 'learned'): "
+                                                         f"{tmp_path / 't.npy'}: {advice}")):
+        load_study(study)
     out = CliRunner().invoke(main, ["inspect", str(tmp_path / "t.npy")])
-    assert out.exit_code != 0 and "key = NAME" not in out.output
+    assert out.exit_code == 2 and "key = NAME" not in out.output and advice in out.output
+
+
+@pytest.mark.parametrize("name", ["t.npy", "t.npz"])
+def test_an_array_of_python_objects_is_refused_as_such(tmp_path, name):
+    """numpy pickles an object array; poslab never unpickles, and says so (not numpy's "cannot be memory-mapped")."""
+    objects = np.array([{"x": 1}, None], dtype=object)
+    np.save(tmp_path / name, objects, allow_pickle=True) if name.endswith(".npy") else np.savez(tmp_path / name, a=objects)
+    what = "it" if name.endswith(".npy") else "member 'a.npy'"
+    with pytest.raises(ValueError, match="^" + re.escape(
+            f"cannot read {tmp_path / name}: {what} holds Python objects (dtype object), not numbers, and poslab never "
+            "unpickles; save the table as floats, e.g. table.astype('float32')") + "$"):
+        learned(tmp_path / name).generate(2, 1)
 
 
 def test_npz_members_listed_from_headers_only(tmp_path, wpe):

@@ -324,10 +324,26 @@ def _npz_members(path: Path) -> list[TensorInfo]:
                 else:
                     raise ValueError(f"member {member.filename}: unsupported .npy format version {version}")
             if dtype.hasobject:
-                raise ValueError(f"member {member.filename} holds Python objects (a pickled array); "
-                                 "object arrays are refused")
+                raise ValueError(_objects(path, f"member {member.filename!r}"))
             out.append(TensorInfo(member.filename.removesuffix(".npy"), tuple(shape), str(dtype)))
     return out
+
+
+def _objects(path: Path, what: str = "it") -> str:
+    """The refusal of an array of Python objects (dtype object): numpy pickles them, and poslab never unpickles."""
+    return (f"cannot read {path}: {what} holds Python objects (dtype object), not numbers, and poslab never "
+            "unpickles; save the table as floats, e.g. table.astype('float32')")
+
+
+def _npy_holds_objects(path: Path) -> bool:
+    """Whether a ``.npy`` file's header declares an object dtype (header only; False when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            return version in read and read[version](f)[2].hasobject
+    except (OSError, ValueError, EOFError):
+        return False  # np.load says what is wrong
 
 
 # --------------------------------------------------------------------- public
@@ -349,6 +365,8 @@ def list_tensors(path) -> list[TensorInfo]:
     suffix = _suffix(path)
     try:
         if suffix == ".npy":
+            if _npy_holds_objects(path):
+                raise ValueError(_objects(path))
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
             return [TensorInfo(None, tuple(arr.shape), str(arr.dtype))]
         if suffix == ".npz":
@@ -405,6 +423,8 @@ def load_tensor(path, key: str | None = None) -> np.ndarray:
     if suffix == ".npy":
         if key is not None:
             raise KeyError(f"{path.name} is a .npy file holding one array; remove key={key!r}")
+        if _npy_holds_objects(path):
+            raise ValueError(_objects(path))
         try:
             return np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:

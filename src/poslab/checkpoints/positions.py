@@ -327,6 +327,8 @@ class Selection:
                 listed = "Candidates:" + "".join(f"\n  {c.describe()}" for c in self.candidates)
             elif self.scheme is not None:  # none of its tensors is a position table: listing them invites a wrong key
                 raise ValueError(f"{self.checkpoint.path}: {self.reason}")
+            elif len(self.tensors) == 1 and self.reason.endswith(_not_a_table_advice(self.tensors[0])):
+                raise ValueError(f"{self.checkpoint.path}: {self.reason}")  # it already says what the file holds
             else:
                 listed = f"It holds {tensor_list(self.tensors)}"
             raise ValueError(f"{self.checkpoint.path}: {self.reason}. {listed}")
@@ -497,13 +499,27 @@ def _explicit(info: TensorInfo, family: Family | None, config: dict) -> Candidat
                                                reason="given as key")
 
 
+def _is_table(info: TensorInfo) -> bool:
+    """A float (rows, dim) or (1, rows, dim) tensor with at least one row and one column."""
+    return info.dtype in FLOAT_DTYPES and _table_rows(info.shape) is not None and 0 not in info.shape
+
+
 def _not_a_table_advice(info: TensorInfo) -> str:
-    """What to do with a file's single array that is not a float (rows, dim) table."""
+    """What a file's single array that is not a float (rows, dim) table holds, and what to save instead."""
+    held = "it holds " + (f"one tensor {info.key!r}, " if info.key is not None else "")
     if info.dtype not in FLOAT_DTYPES:
-        return (f"its one array {info.shape} has dtype {info.dtype}, not a float table of position vectors; "
-                "save the float table (e.g. numpy.save(path, table.astype('float32')))")
-    return (f"its one array has shape {info.shape}, not (rows, dim) or (1, rows, dim); save the table as a 2-D "
-            "array of one row per position (e.g. table.reshape(-1, dim) if the leading axes are positions)")
+        return (f"{held}an array {info.shape} of dtype {info.dtype}, not floats; a position table must be floats "
+                "(positions x dim): save table.astype('float32')")
+    if 0 in info.shape:
+        return (f"{held}an empty array of shape {info.shape}; a position table must have a row per position "
+                "(positions x dim): save the whole table")
+    if len(info.shape) == 0:
+        return f"{held}a single number (shape ()); a position table must be 2-D (positions x dim): save the whole table"
+    if len(info.shape) == 1:
+        return (f"{held}a 1-D array of shape {info.shape}; a position table must be 2-D (positions x dim): save it "
+                "so, e.g. numpy.save(path, table.reshape(n_positions, dim))")
+    return (f"{held}a {len(info.shape)}-D array of shape {info.shape}; a position table must be 2-D (positions x dim) "
+            "or (1, positions, dim), e.g. table.reshape(-1, dim) if its leading axes are positions")
 
 
 def select_position_table(path, key: str | None = None) -> Selection:
@@ -584,9 +600,10 @@ def select_position_table(path, key: str | None = None) -> Selection:
     why = "no config.json" if ckpt.config is None else (
         f"model_type {model_type!r} is not a family poslab knows" if model_type
         else "config.json has no model_type")
-    floats = [i for i in tensors if i.dtype in FLOAT_DTYPES and _table_rows(i.shape) is not None]
-    if len(tensors) == 1 and not floats:
-        return done(None, f"{why}; {_not_a_table_advice(tensors[0])}")
+    floats = [i for i in tensors if _is_table(i)]
+    if len(tensors) == 1 and not floats:  # the file's only array: what it holds says it all (no "no config.json")
+        return done(None, _not_a_table_advice(tensors[0]) if ckpt.config is None else
+                    f"{why}; {_not_a_table_advice(tensors[0])}")
     if len(tensors) == 1 and ckpt.config is None:
         cand = Candidate(floats[0], "single table", "the file's only array", None,
                          reason="the only array in the file, and no config.json",
