@@ -222,3 +222,18 @@ def test_the_command_sets_its_process_settings_unless_the_user_has(monkeypatch):
     with pytest.raises(SystemExit):
         cli.entry()
     assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "4" and os.environ["NUMPY_MADVISE_HUGEPAGE"] == "1"
+
+
+def test_a_learned_table_without_a_finite_row_is_refused_before_any_work(tmp_path, monkeypatch):
+    """QA: an all-NaN table gave exit 1 and a failed row after the run; now exit 2 and nothing written."""
+    import numpy as np
+
+    monkeypatch.chdir(tmp_path)
+
+    np.save(tmp_path / "nan.npy", np.full((64, 8), np.nan))
+    study = tmp_path / "s.toml"
+    study.write_text(SMALL + '\n[[encodings]]\nkind = "learned"\nsource = "nan.npy"\n')
+    result = CliRunner().invoke(main, ["run", str(study), "--out", str(tmp_path / "res"), "--no-progress"])
+    assert result.exit_code == 2 and "entry 3 (kind = 'learned'): learned(source=nan.npy): the stored table holds no " \
+                                     "finite row" in result.output
+    assert not (tmp_path / "res").exists()

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
@@ -130,3 +132,30 @@ def test_non_finite_rows_refused_only_inside_the_analysed_window(tmp_path):
     np.testing.assert_array_equal(enc.generate(32, 1), table[:32])  # row 40 lies outside the window
     with pytest.raises(ValueError, match=r"NaN or inf at 1 analysed position\(s\) \(first: \[40\]\).*smaller n_positions"):
         enc.generate(48, 1)
+    with pytest.raises(ValueError, match=r"NaN or inf at 1 analysed position\(s\) \(first: \[40\]\)"):
+        enc.check_size(48, 1)  # with the size: a study refuses it before any work
+
+
+def test_a_table_without_a_finite_row_is_refused_when_the_study_is_read(tmp_path, monkeypatch):
+    """QA: an all-NaN learned table was refused only during the run (exit 1, a failed row); the table is read
+    when the study is (to check its size), and its analysed rows are checked there too."""
+    from poslab.study import StudyError, load_study
+
+    monkeypatch.chdir(tmp_path)  # the label's source is relative to the working folder
+
+    table = np.full((64, 8), np.nan)
+    table[50, 3] = 1.0  # one finite value: still no finite row
+    np.save(tmp_path / "t.npy", table)
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\nn_positions = 32\ndim = 8\n[[encodings]]\nkind = "sinusoidal"\n'
+                     '[[encodings]]\nkind = "learned"\nsource = "t.npy"\n')
+    with pytest.raises(StudyError, match="^" + re.escape(
+            f"{study}: [[encodings]] entry 2 (kind = 'learned'): learned(source=t.npy): the stored table holds no "
+            "finite row (each of its 64 rows holds NaN or inf), so there is nothing to analyse; fix the source table")
+            + "$"):
+        load_study(study)
+    table[40:] = 0.5  # finite rows beyond the window: the window's rows are named, and what to change
+    np.save(tmp_path / "t.npy", table)
+    with pytest.raises(StudyError, match=r"NaN or inf at 32 analysed position\(s\) \(first: \[0, 1, 2, 3, 4, 5, 6, 7, "
+                                         r"8, 9\]\); fix the source table, or analyse a window without them"):
+        load_study(study)

@@ -102,7 +102,7 @@ def _fingerprint(path: Path) -> tuple:
 
 
 def _readonly(arr, name) -> np.ndarray:
-    # non-finite rows are refused only where they are analysed (Encoding.generate checks the window)
+    # non-finite rows are refused only where they are analysed (Learned._check_size checks the window)
     table = check_table(arr, name=name, allow_nonfinite=True)
     table.flags.writeable = False
     return table
@@ -387,6 +387,17 @@ class Learned(Encoding):
                 f"{offset + n_positions} rows, but the table has {rows} "
                 f"(at most {rows - offset} positions); lower n_positions"
             )
+        # the analysed rows must be finite: checked with the size (a study refuses it before any work), not in a run
+        window = self.table()[offset : offset + n_positions]
+        bad = np.flatnonzero(~np.isfinite(window).all(axis=1))
+        if bad.size == n_positions and not np.isfinite(self.table()).all(axis=1).any():
+            raise ValueError(f"{self.label}: the stored table holds no finite row (each of its {rows} rows holds NaN "
+                             "or inf), so there is nothing to analyse; fix the source table")
+        if bad.size:
+            raise ValueError(
+                f"{self.label}: the stored table holds NaN or inf at {bad.size} analysed position(s) "
+                f"(first: {bad[:10].tolist()}); fix the source table, or analyse a window without them "
+                f"(a smaller n_positions for this entry, or a larger offset)")
 
     def table_cost(self, n_positions, dim):
         """The stored table's own width; it is read whole (memoised), then the window is copied."""
@@ -396,11 +407,4 @@ class Learned(Encoding):
 
     def _generate(self, n_positions, dim, rng):
         offset, _ = self._layout()
-        window = np.array(self.table()[offset : offset + n_positions])
-        bad = np.flatnonzero(~np.isfinite(window).all(axis=1))
-        if bad.size:
-            raise ValueError(
-                f"{self.label}: the stored table holds NaN or inf at {bad.size} analysed position(s) "
-                f"(first: {bad[:10].tolist()}); fix the source table, or analyse a window without them "
-                f"(a smaller n_positions for this entry, or a larger offset)")
-        return window
+        return np.array(self.table()[offset : offset + n_positions])  # finite: checked with the size
