@@ -237,3 +237,28 @@ def test_a_learned_table_without_a_finite_row_is_refused_before_any_work(tmp_pat
     assert result.exit_code == 2 and "entry 3 (kind = 'learned'): learned(source=nan.npy): the stored table holds no " \
                                      "finite row" in result.output
     assert not (tmp_path / "res").exists()
+
+
+def test_the_run_header_states_the_sizes_every_run_has(tmp_path, monkeypatch):
+    """QA: the header printed the study's n_positions and dim even when entries analyse fewer positions or a
+    learned table keeps its own width."""
+    import numpy as np
+
+    from poslab.cli import _sizes
+    from poslab.study import parse_study
+
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "t.npy", np.random.default_rng(0).normal(size=(64, 8)))
+    study = tmp_path / "s.toml"
+    study.write_text(SMALL + '\n[[encodings]]\nkind = "learned"\nsource = "t.npy"\nn_positions = 32\n'
+                     "\n[analysis]\nn_resamples = 0\n")
+    result = CliRunner().invoke(main, ["run", str(study), "--out", "res", "--no-progress", "--executor", "serial"])
+    assert result.exit_code == 0, result.output
+    assert "study cli_small: 4 runs, 32-64 positions (per entry), dim 16 (learned: its own width) -> res\n" \
+        in result.output
+    def sizes(*entries):
+        spec = parse_study({"name": "s", "n_positions": 64, "dim": 16, "encodings": list(entries)})
+        return _sizes(spec, spec.runs())
+    assert sizes({"kind": "sinusoidal"}) == "64 positions, dim 16"
+    assert sizes({"kind": "learned", "source": "t.npy"}) == "64 positions, each run's own width (learned)"
+    assert sizes({"kind": "alibi"}) == "64 positions"  # a bias has no width

@@ -233,7 +233,7 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
         raise BadInput(_said(exc)) from None
     started = time.perf_counter()
     threading.Thread(target=_import_figures, name="poslab-import-figures", daemon=True).start()
-    click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {spec.n_positions} positions, dim {spec.dim} -> {out}", err=True)
+    click.echo(f"study {spec.name}: {len(runs)} run{'' if len(runs) == 1 else 's'}, {_sizes(spec, runs)} -> {out}", err=True)
     try:
         progress = Progress(progress)  # on stderr; results and the summary go to stdout
         if executor == "processes" and len(runs) == 1:  # no worker to start, nothing to send back (_in_a_thread)
@@ -269,6 +269,21 @@ def run(study, out, overwrite, progress, executor, jobs, scheduler, force):
                         f"(see {out / 'manifest.json'}, failed_figures)")
     if problems:
         raise click.ClickException("; ".join(problems))
+
+
+def _sizes(spec, runs) -> str:
+    """The run header's positions and width, true of every run: a range when entries set their own n_positions;
+    the study's dim and the kinds that keep their own width (a learned table, rotary_dim), or no dim when no run
+    uses it (relative biases: ALiBi, T5 buckets, KERPLE, FIRE)."""
+    lengths = sorted({run.n_positions for run in runs})
+    text = f"{lengths[0]} positions" if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]} positions (per entry)"
+    users = [run.encoding for run in runs if run.encoding.generates_table or run.encoding.keeps_own_dim]
+    own = list(dict.fromkeys(enc.kind for enc in users if enc.keeps_own_dim))
+    if users and all(enc.keeps_own_dim for enc in users):
+        return f"{text}, each run's own width ({', '.join(own)})"
+    if own:
+        return f"{text}, dim {spec.dim} ({', '.join(own)}: {'its' if len(own) == 1 else 'their'} own width)"
+    return f"{text}, dim {spec.dim}" if users else text
 
 
 def _import_figures() -> None:
