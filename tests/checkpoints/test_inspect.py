@@ -119,3 +119,15 @@ def test_inspect_names_mrope_for_a_config_with_an_mrope_section():
     assert out.exit_code == 0, out.output
     assert "mrope_section 24,20,20" in out.output
     assert f"kind = \"mrope\", config = {str(config)!r}" in out.output and "kind = \"rotary\"" in out.output
+
+
+def test_a_source_that_is_nothing_names_what_is_accepted(tmp_path, monkeypatch):
+    """A name that is neither bundled, a path nor a Hub id: the bundled names and the other forms are listed."""
+    from click.testing import CliRunner
+
+    from poslab.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["inspect", "nope"])
+    assert out.exit_code == 2 and out.output.startswith(
+        "Error: 'nope' is neither a bundled table (gpt2, gpt1, ") and "nor a Hub id ORG/NAME[@REVISION]; give one of these" in out.output

@@ -10,6 +10,7 @@ from ..data import BUNDLED_GRIDS, BUNDLED_RUNS, BUNDLED_TABLES, bundled_name, bu
 from .files import list_tensors
 from .positions import describe_selection, select_position_table
 from .runs import is_training_run, open_training_run
+from .sources import looks_like_path, parse_hub_id
 
 __all__ = ["inspect_source", "NoTableError"]
 
@@ -79,6 +80,9 @@ def inspect_source(source, key: str | None = None) -> str:
             lines.append(f"  step {step}: {file.relative_to(run.path)}" + ("" if file.is_file() else "  MISSING"))
         lines.append('used: the table of the step given as step = N (or step = "all" in a study file: every step)')
         return "\n".join(lines)
+    if not Path(text).expanduser().exists() and not looks_like_path(text) and parse_hub_id(text) is None:
+        raise FileNotFoundError(f"{text!r} is neither a bundled table ({', '.join(BUNDLED_TABLES)}) nor an existing "
+                                "file or folder nor a Hub id ORG/NAME[@REVISION]; give one of these")
     try:
         selection = select_position_table(text, key)
     except (OSError, KeyError, ValueError) as exc:

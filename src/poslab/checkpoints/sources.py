@@ -508,4 +508,5 @@ def resolve_model(source) -> ModelSource:
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{text!r} is not an existing file or folder; as a Hub id: {exc}") from None
     raise FileNotFoundError(
-        f"{text!r} is neither an existing file or folder nor a Hub id (ORG/NAME, optionally @REVISION)")
+        f"{text!r} is neither an existing file or folder nor a Hub id (ORG/NAME, optionally @REVISION); give the "
+        "path of an existing file or folder, or a Hub id in the local Hugging Face cache")
