@@ -193,9 +193,9 @@ def test_unreadable_table_files_are_named(tmp_path):
 
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     (tmp_path / "corrupt.npy").write_bytes(b"\x93NUMPY garbage")
-    for name in ("objects.npy", "corrupt.npy"):
+    for name, what in (("objects.npy", r"holds Python objects \(dtype object\), not numbers"), ("corrupt.npy", "numpy.save")):
         (tmp_path / "s.toml").write_text(STUDY + f'\n[[encodings]]\nkind = "learned"\nsource = "{name}"\n')
-        with pytest.raises(StudyError, match=rf"entry 5.*cannot read .*{name}.*numpy.save"):
+        with pytest.raises(StudyError, match=rf"entry 5 \(kind = 'learned'\): cannot read .*{name}.*{what}"):
             load_study(tmp_path / "s.toml")
 
 
