@@ -14,12 +14,21 @@ band widths move with n_positions.
 
 A summary is ``window_dependent`` when, between two windows at which it is a
 number, it moves by more than :data:`WINDOW_TOLERANCE` (5 %) of the larger
-value and by more than one position, or when it is a number at a smaller
-window and not at a larger one. 5 %: about the half-width of the 95 %
-interval of GPT-2's 0.5 band width at 1024 positions ([92, 101] around 97),
-so smaller moves are within sampling noise; one position, because the
-crossings are integers. A summary reached only at the larger windows is not
-flagged (a larger window sees farther: that is what ``not_reached`` means).
+value and by more than one position, and, for a sampled table, by more than
+its sampling noise: one window's value lies outside the other window's
+bootstrap interval (an interval open above has no upper end); or when it is
+a number at a smaller window and not at a larger one. 5 %: about the
+half-width of the 95 % interval of GPT-2's 0.5 band width at 1024 positions
+([92, 101] around 97); one position, because the crossings are integers.
+The intervals: a fixed 5 % alone flagged moves that are pure noise, e.g. the
+null model's 1/e distance at a quarter, half and all of 1024 positions, 32
+[26, 40], 33 [29, 39] and 34, each inside the others' intervals. (Two 95 %
+intervals of nested, positively correlated windows: a value outside the
+other's interval is a strong hint, not a formal test at 5 %.) An exact run
+(a kernel, a translation-invariant table) has no sampling noise: any move
+beyond the tolerances is real. A summary reached only at the larger windows
+is not flagged (a larger window sees farther: that is what ``not_reached``
+means).
 
 **Intervals at every window.** A sampled table's summaries get bootstrap
 intervals at each smaller window too (``value_ci_low`` / ``_ci_high``; the
@@ -94,11 +103,23 @@ def nested_windows(n_positions: int, max_distance: int) -> list[tuple[float, int
 
 
 def window_dependent(frame: pd.DataFrame) -> list[str]:
-    """The summaries of one run's window_sensitivity rows that move with the window (module docstring)."""
+    """The summaries of one run's window_sensitivity rows that move with the window (module docstring).
+
+    ``frame`` has the columns ``summary``, ``window``, ``value``, ``status`` and, for a sampled table,
+    ``value_ci_low`` / ``value_ci_high`` (a missing low end: no interval, as for an exact run; a missing high
+    end with a low end: open above)."""
     moved = []
     for name, rows in frame.groupby("summary", sort=False):
         rows = rows.sort_values("window")
         values, ok = rows["value"].to_numpy(dtype=float), (rows["status"] == "ok").to_numpy()
+        low = rows["value_ci_low"].to_numpy(dtype=float) if "value_ci_low" in rows else np.full(len(rows), np.nan)
+        high = rows["value_ci_high"].to_numpy(dtype=float) if "value_ci_high" in rows else np.full(len(rows), np.nan)
+
+        def outside(v, i):  # v outside window i's interval; None: window i has no interval
+            if not np.isfinite(low[i]):
+                return None
+            return bool(v < low[i] or (np.isfinite(high[i]) and v > high[i]))
+
         for a in range(len(rows)):
             for b in range(a + 1, len(rows)):
                 if ok[a] and not ok[b]:
@@ -107,8 +128,10 @@ def window_dependent(frame: pd.DataFrame) -> list[str]:
                 if ok[a] and ok[b]:
                     diff = abs(values[b] - values[a])
                     if diff > 1 and diff > WINDOW_TOLERANCE * max(abs(values[a]), abs(values[b])):
-                        moved.append(name)
-                        break
+                        beyond = [x for x in (outside(values[b], a), outside(values[a], b)) if x is not None]
+                        if not beyond or any(beyond):  # exact (no intervals), or beyond the sampling noise
+                            moved.append(name)
+                            break
             if moved and moved[-1] == name:
                 break
     return moved
@@ -207,12 +230,12 @@ class WindowSensitivity(Stage):
     name = "window_sensitivity"
     positions = "line"  # measured along the sequence (|i - j|), which a grid's flattened index is not
     description = ("the model-free summaries at nested windows (the first quarter, half and all of the run's "
-                   "positions and distances), and which move by more than 5 %")
+                   "positions and distances), and which move by more than 5 % and beyond their noise")
     tables = (WINDOW_SENSITIVITY,)
     summary = (
         Column("window_dependent", "str", "", "the summaries that move by more than 5 % (and one position) between "
-               "the nested windows, or are reached at a smaller window and not at a larger; ';'-separated "
-               "(empty: none)"),
+               "the nested windows and, for a sampled table, beyond the other window's bootstrap interval, or are "
+               "reached at a smaller window and not at a larger; ';'-separated (empty: none)"),
     )
     uses = frozenset({"units", "profile"})
 
@@ -226,5 +249,22 @@ class WindowSensitivity(Stage):
                 "summary": list(s.names), "value": s.values, "value_ci_low": low, "value_ci_high": high,
                 "status": list(s.status), "ill_conditioned": s.ill_conditioned}))
         frame = pd.concat(frames, ignore_index=True)
-        return Output(summary={"window_dependent": ";".join(window_dependent(frame))},
+        return Output(summary={"window_dependent": ";".join(window_dependent(_with_own_intervals(frame, ctx)))},
                       tables={"window_sensitivity": frame})
+
+
+def _with_own_intervals(frame: pd.DataFrame, ctx: RunContext) -> pd.DataFrame:
+    """``frame`` with the run's own window's rows given the run's bootstrap intervals (summary.csv's, which the
+    table leaves to summary.csv), for :func:`window_dependent`; unchanged without them (an exact run, no
+    resamples). The run's bootstrap is made by then (the profile stage's band needs it)."""
+    from ..analysis.summaries import threshold_name
+
+    boot = ctx.bootstrap if ctx.options.n_resamples else None
+    if boot is None or boot.exact:
+        return frame
+    own = {threshold_name(t): ci for t, ci in boot.band_widths_ci.items()} | dict(boot.summaries_ci)
+    frame = frame.copy()
+    rows = frame["window"] == ctx.max_distance
+    for column, end in (("value_ci_low", 0), ("value_ci_high", 1)):
+        frame.loc[rows, column] = frame.loc[rows, "summary"].map(lambda n: own.get(n, (np.nan, np.nan))[end])
+    return frame
