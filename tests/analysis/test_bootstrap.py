@@ -231,6 +231,48 @@ def test_politis_white_block_length_of_an_ar1_series_is_near_its_closed_form():
     assert politis_white(np.ones(100)) == (1.0, 0.0)
 
 
+def _politis_white_loop(x):
+    """politis_white with every autocovariance a direct sum and m̂ searched lag by lag (the oracle)."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 8:
+        return 1.0, 0.0
+    z = x - x.mean()
+    k_n = max(5, math.ceil(math.sqrt(math.log10(n))))
+    m_max = math.ceil(math.sqrt(n)) + k_n
+    acov = np.array([math.fsum(z[:n - k] * z[k:]) / n for k in range(min(n, m_max + k_n + 1))])
+    if not acov[0] > 1e-300:
+        return 1.0, 0.0
+    small = np.abs(acov[1:] / acov[0]) < 2 * math.sqrt(math.log10(n) / n)
+    m_hat = next((m for m in range(m_max + 1) if small[m:m + k_n].size == k_n and small[m:m + k_n].all()), m_max)
+    big_m = min(2 * max(m_hat, 1), m_max, n - 1)
+    g_big = g0 = 0.0
+    for k in range(-big_m, big_m + 1):
+        lam = min(max(2 * (1 - abs(k) / big_m), 0.0), 1.0)
+        g_big += lam * abs(k) * acov[abs(k)]
+        g0 += lam * acov[abs(k)]
+    if not g0 > 0:
+        return 1.0, 0.0
+    b = (2 * g_big**2 / (2 * g0**2)) ** (1 / 3) * n ** (1 / 3)
+    return min(max(b, 1.0), 3 * math.sqrt(n), n / 3), max(g_big / g0, 0.0)
+
+
+@pytest.mark.parametrize("n", [8, 13, 40, 1000, 5001])
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.95, -0.6])
+def test_politis_white_equals_the_loop_over_lags(n, phi):
+    """The autocovariances from one FFT of about n + sqrt(n) points (no wrap-around at the lags read) and the
+    vectorised search for m̂ give the direct sums' block and correlation lengths to 1e-12."""
+    from scipy import signal
+
+    from poslab.analysis.bootstrap import politis_white
+
+    x = signal.lfilter([1.0], [1.0, -phi], np.random.default_rng(n).standard_normal(n)) + 3.0
+    x[n // 3] = np.nan  # dropped, as the loop drops it
+    got, want = politis_white(x), _politis_white_loop(x)
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+
+
 def test_block_length_from_the_data_grows_with_the_correlation_and_stays_in_bounds():
     from poslab.analysis.bootstrap import MIN_BLOCKS, choose_block_length
 

@@ -305,21 +305,24 @@ def politis_white(x) -> tuple[float, float]:
     if n < 8:
         return 1.0, 0.0
     z = x - x.mean()
-    n_fft = scipy.fft.next_fast_len(2 * n, real=True)
+    k_n = max(5, math.ceil(math.sqrt(math.log10(n))))
+    m_max = math.ceil(math.sqrt(n)) + k_n
+    # the autocovariances at lags 0..m_max + k_n (the most the search below and the window read): a circular
+    # correlation of length >= n + reach has no wrap-around at those lags (an FFT of about n, not 2n)
+    reach = min(n - 1, m_max + k_n)
+    n_fft = scipy.fft.next_fast_len(n + reach, real=True)
     f = scipy.fft.rfft(z, n_fft)
-    acov = scipy.fft.irfft(f * np.conj(f), n_fft)[:n] / n
+    f *= np.conj(f)
+    acov = scipy.fft.irfft(f, n_fft)[:reach + 1] / n
     if not acov[0] > 1e-300:
         return 1.0, 0.0
     rho = acov / acov[0]
-    k_n = max(5, math.ceil(math.sqrt(math.log10(n))))
-    m_max = math.ceil(math.sqrt(n)) + k_n
     limit = 2 * math.sqrt(math.log10(n) / n)
     small = np.abs(rho[1:]) < limit
-    m_hat = m_max
-    for m in range(0, m_max + 1):
-        if small[m:m + k_n].size == k_n and small[m:m + k_n].all():
-            m_hat = m
-            break
+    # m̂: the first m <= m_max with K_n small autocorrelations at lags m + 1..m + K_n, else m_max
+    runs = np.lib.stride_tricks.sliding_window_view(small, k_n).all(axis=1)[:m_max + 1] \
+        if small.size >= k_n else np.zeros(0, dtype=bool)
+    m_hat = int(np.argmax(runs)) if runs.any() else m_max
     big_m = min(2 * max(m_hat, 1), m_max, n - 1)
     lags = np.arange(-big_m, big_m + 1)
     lam = np.clip(2 * (1 - np.abs(lags) / big_m), 0.0, 1.0)
