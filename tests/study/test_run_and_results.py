@@ -329,6 +329,35 @@ def test_a_long_table_written_by_two_threads_is_the_file_written_in_one_piece(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "split.csv"]  # the second half's file removed
 
 
+def test_a_run_asks_numpy_for_small_pages_and_restores_its_setting(tmp_path, monkeypatch):
+    """run_study switches numpy's huge-page advice off (small_pages) and back on after, also when nested or raising;
+    a process that had it off keeps it off."""
+    from poslab.study import runner
+
+    setting = runner._madvise_hugepage()
+    before = setting(True)
+    try:
+        seen = []
+        execute = runner.execute_run
+        monkeypatch.setattr(runner, "execute_run", lambda *a, **k: (seen.append(setting(False)), setting(seen[-1]),
+                                                                    execute(*a, **k))[2])
+        (tmp_path / "pages.toml").write_text('name = "pages"\nn_positions = 32\ndim = 8\n\n[[encodings]]\n'
+                                             'kind = "sinusoidal"\n')
+        run_study(load_study(tmp_path / "pages.toml"), progress=False, executor="serial")
+        assert seen == [False] and setting(True) is True
+        with pytest.raises(KeyError), runner.small_pages():
+            with runner.small_pages():
+                pass
+            assert setting(False) is False
+            raise KeyError
+        assert setting(False) is True
+        with runner.small_pages():  # off before: left off
+            pass
+        assert setting(False) is False
+    finally:
+        setting(before)
+
+
 def test_threads_take_short_gil_turns_during_a_run_and_the_interval_is_restored(tmp_path, monkeypatch):
     """run_study and write_results shorten the GIL's switch interval (short_gil_turns) and restore it, also when
     nested or raising."""

@@ -234,6 +234,29 @@ def _shorten_turns() -> float:
 short_gil_turns = _ProcessWide(_shorten_turns, sys.setswitchinterval)
 
 
+def _madvise_hugepage():
+    try:
+        from numpy._core import multiarray  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.26
+        from numpy.core import multiarray
+    return multiarray._set_madvise_hugepage
+
+
+def _small_pages():
+    return True if _madvise_hugepage()(False) else None  # numpy's setting before; None if it was off already
+
+
+#: Let numpy's new arrays be backed by small (4 KiB) pages, not transparent huge pages, until exit.
+#:
+#: numpy asks the kernel for huge pages for every array of 4 MiB or more (``madvise(MADV_HUGEPAGE)``, the same as
+#: ``NUMPY_MADVISE_HUGEPAGE=0`` switches off). Where the kernel then compacts memory to find them when a page is
+#: first touched (transparent_hugepage/defrag ``madvise``, a common default) that costs more than it saves: on a
+#: 2-CPU VM ~4 CPU-s of system time per GiB touched for the first time against ~0.55 with small pages, and a run of
+#: 2^20 positions x dim 128 touches a few GiB (system time 20 against 5-6 s under load; the 1 GiB random table
+#: alone 7 against 3 CPU-s), its user time no higher (benchmarks/README.md). Nothing computed depends on it.
+small_pages = _ProcessWide(_small_pages, lambda _: _madvise_hugepage()(True))
+
+
 def free_cpu() -> bool:
     """Whether a second CPU is free for this process now: 2 usable CPUs or more, and other work keeping at most
     CPUs - 1.5 of them busy (:func:`_busy_cpus`). Work put beside the main thread (a run's kernel-only stages,
@@ -466,7 +489,7 @@ def run_study(spec: StudySpec, *, progress: bool | Progress = True, executor: st
     -------
     StudyResult
     """
-    with old_objects_frozen(), short_gil_turns():  # full collections skip the imported modules' objects
+    with old_objects_frozen(), short_gil_turns(), small_pages():  # full collections skip the imported modules' objects
         return _run_study(spec, progress, executor, jobs, scheduler)
 
 
