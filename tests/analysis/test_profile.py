@@ -290,3 +290,26 @@ def test_long_context_never_holds_an_n_by_n_matrix(rng):
     u = table / np.linalg.norm(table, axis=1, keepdims=True)
     np.testing.assert_allclose(prof.mean_similarity[k], [np.einsum("ij,ij->i", u[:-d], u[d:]).mean() for d in k],
                                rtol=0, atol=1e-12)
+
+
+def test_std_strips_split_between_threads_by_distance_give_the_same_bits(monkeypatch):
+    """Each thread sums its own distances, in the one-thread order: the same std and pair counts, bit for bit."""
+    from poslab import _threads
+    from poslab.analysis import profile
+
+    table = np.random.default_rng(3).standard_normal((5000, 8))
+    table[[0, 77, 2500]] = 0.0
+    monkeypatch.setattr(profile, "_THREADED_DISTANCES", 2)
+    got = {}
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_threads, "_limit", threads)
+        with pytest.warns(UserWarning, match="zero"):
+            p = profile.similarity_profile(table, max_distance=3000)
+        got[threads] = (p.std_similarity, p.std_pairs)
+    parts = profile._distance_parts(5000, 3001, 3)  # contiguous runs of about equal shares of the pairs
+    assert [p[0] for p in parts[1:]] == [p[1] for p in parts[:-1]] and parts[0][0] == 0 and parts[-1][1] == 3001
+    shares = [sum(5000 - k for k in range(k0, k1)) for k0, k1 in parts]
+    assert len(parts) == 3 and max(shares) / min(shares) < 1.01
+    for threads in (2, 3):
+        np.testing.assert_array_equal(got[threads][0], got[1][0])
+        np.testing.assert_array_equal(got[threads][1], got[1][1])

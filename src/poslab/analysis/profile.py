@@ -8,7 +8,9 @@ anchor positions for large ones (see :func:`similarity_profile`, Notes).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -24,6 +26,8 @@ __all__ = ["SimilarityProfile", "similarity_profile", "PRECISIONS"]
 PRECISIONS = ("float64", "float32")
 #: Largest number of entries held at once in an FFT chunk or a strip of S (32 MiB of float64).
 _BLOCK_ENTRIES = 4_000_000
+#: Fewest distances whose std strips are split between threads (by distance: the same sums; below, one thread).
+_THREADED_DISTANCES = 4096
 #: Entries per FFT chunk (4 MiB of float64): cache-sized transforms were the fastest measured, and one
 #: transform at a time beat two threads once a transform outgrows the cache (memory-bound).
 _FFT_ENTRIES = 2**19
@@ -244,6 +248,15 @@ def _pair_weight(n: int, strata: int) -> float:
     return 1.0 / (1.0 - (1.0 - p) ** 2)
 
 
+def _distance_parts(n: int, size: int, parts: int) -> list[tuple[int, int]]:
+    """Up to ``parts`` runs [k0, k1) of the distances 0..size − 1 holding about equal shares of the pairs (n − k at
+    distance k), none empty."""
+    pairs = np.cumsum(n - np.arange(size, dtype=np.float64))
+    cuts = np.searchsorted(pairs, pairs[-1] * np.arange(1, parts) / parts)
+    edges = sorted({0, size, *(int(c) for c in cuts if 0 < c < size)})
+    return list(zip(edges[:-1], edges[1:]))
+
+
 def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
     """Population std per distance over the pairs (a, a + k) and (a − k, a) of the anchors a.
 
@@ -273,14 +286,11 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
     uu = u.astype(dtype, copy=False)
     width = max(1, _BLOCK_ENTRIES // max(1, min(len(anchors), 2 * size)))
     buffer = np.empty(0, dtype=dtype)  # one strip buffer, reused: fresh memory is slow to fault in
-    for c0 in range(0, n, width):
-        c1 = min(n, c0 + width)
-        near = anchors[np.searchsorted(anchors, c0 - max_distance):np.searchsorted(anchors, c1 + max_distance)]
-        if buffer.size < len(near) * (c1 - c0):
-            buffer = np.empty(len(near) * (c1 - c0), dtype=dtype)
-        strip = buffer[:len(near) * (c1 - c0)].reshape(len(near), c1 - c0)
-        np.matmul(uu[near], uu[c0:c1].T, out=strip)  # S[near, c0:c1]
-        np.clip(strip, -1.0, 1.0, out=strip)
+
+    def accumulate(part, near, strip, c0, c1):
+        """The strip's pairs at distances [k0, k1) into acc: each thread its own distances, so every entry of
+        acc gets the same terms in the same order (strip, anchor, segment) as on one thread."""
+        k0, k1 = part
         for a, row in zip(near.tolist(), strip):
             group = int(sampled and 0 < a < n - 1)
             lo, hi = max(a, c0), min(c1, a + size)  # forward pairs (a, column)
@@ -288,6 +298,8 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
             if sampled:  # backward pairs (column, a)
                 segments.append((max(a - max_distance, c0), min(c1, a), group, -1))
             for lo, hi, g, sign in segments:
+                # the columns at distances k0 <= k < k1: a + k forward, a − k backward
+                lo, hi = (max(lo, a + k0), min(hi, a + k1)) if sign > 0 else (max(lo, a - k1 + 1), min(hi, a - k0 + 1))
                 if lo >= hi:
                     continue
                 k = slice(lo - a, hi - a) if sign > 0 else slice(a - lo, a - hi, -1)  # distance of each column
@@ -301,6 +313,18 @@ def _std_from_anchors(u, valid, mean, anchors, dtype, pair_weight):
                 acc[g, 1, k] += d
                 d *= d
                 acc[g, 2, k] += d
+
+    parts = _distance_parts(n, size, analysis_threads() if size >= _THREADED_DISTANCES else 1)
+    with ThreadPoolExecutor(len(parts)) if len(parts) > 1 else contextlib.nullcontext() as pool:
+        for c0 in range(0, n, width):
+            c1 = min(n, c0 + width)
+            near = anchors[np.searchsorted(anchors, c0 - max_distance):np.searchsorted(anchors, c1 + max_distance)]
+            if buffer.size < len(near) * (c1 - c0):
+                buffer = np.empty(len(near) * (c1 - c0), dtype=dtype)
+            strip = buffer[:len(near) * (c1 - c0)].reshape(len(near), c1 - c0)
+            np.matmul(uu[near], uu[c0:c1].T, out=strip)  # S[near, c0:c1]
+            np.clip(strip, -1.0, 1.0, out=strip)
+            list((pool.map if pool else map)(lambda part: accumulate(part, near, strip, c0, c1), parts))
     count = acc[0, 0] + acc[1, 0]
     sum_w, total, squares = acc[0] + pair_weight * acc[1]
     with np.errstate(invalid="ignore", divide="ignore"):
