@@ -50,3 +50,30 @@ def test_unit_rows_in_place_are_the_same_quotients_and_the_public_function_leave
     np.testing.assert_array_equal(got.vectors, expected.vectors)
     np.testing.assert_array_equal(got.valid, expected.valid)
     assert np.shares_memory(got.vectors, x) != center  # centred: the centred copy is divided, not the table
+
+
+def test_unit_rows_split_between_threads_by_rows_give_the_same_bits(monkeypatch):
+    """The row-wise passes (finite check, norms, division) in runs of rows on several threads: the same rows."""
+    from poslab import _threads
+    from poslab.analysis import similarity
+
+    table = np.random.default_rng(2).standard_normal((999, 7))
+    table[[3, 500]] = 0.0
+    table[10, 2] = np.nan
+    monkeypatch.setattr(similarity, "_ROW_ENTRIES", 50)  # 143 runs of 7 rows
+    got = []
+    for threads in (1, 3):
+        monkeypatch.setattr(_threads, "_limit", threads)
+        for center in (False, True):
+            with pytest.warns(similarity.InvalidPositionsWarning):
+                units = similarity.unit_rows(table, center=center)
+            got.append((units.vectors, units.valid))
+        got.append(similarity._unit_rows(np.delete(table, [3, 10, 500], axis=0), overwrite=True).vectors)
+    monkeypatch.setattr(similarity, "_ROW_ENTRIES", 2**20)  # one run
+    with pytest.warns(similarity.InvalidPositionsWarning):
+        whole = similarity.unit_rows(table)
+    for (a, va), (b, vb) in zip(got[:2], got[3:5]):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(va, vb)
+    np.testing.assert_array_equal(got[2], got[5])
+    np.testing.assert_array_equal(got[0][0], whole.vectors)
