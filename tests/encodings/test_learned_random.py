@@ -159,3 +159,13 @@ def test_a_table_without_a_finite_row_is_refused_when_the_study_is_read(tmp_path
     with pytest.raises(StudyError, match=r"NaN or inf at 32 analysed position\(s\) \(first: \[0, 1, 2, 3, 4, 5, 6, 7, "
                                          r"8, 9\]\); fix the source table, or analyse a window without them"):
         load_study(study)
+
+
+def test_a_large_random_table_drawn_run_by_run_is_the_one_call_table(monkeypatch):
+    """Drawn in runs of rows (pages touched a run ahead by a second thread): the same table as one call draws."""
+    from poslab.encodings import random as random_encoding
+
+    monkeypatch.setattr(random_encoding, "_FILL_ENTRIES", 700)  # 100 rows a run, the last run short
+    table = make_encoding("random").generate(1234, 7, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(table, np.random.default_rng(5).standard_normal((1234, 7)))
+    assert table.flags.owndata and table.flags.c_contiguous
