@@ -403,6 +403,7 @@ def _summary_text(summary) -> str:
 
     from .analysis.summaries import DEGENERATE
     from .stages import PIPELINE, SUMMARY
+    from .stages.bands import ripple_depth
     from .stages.base import NOT_APPLICABLE_GRID
 
     shown = [(name, col) for col in SUMMARY.columns if col.console for name in summary.columns if col.matches(name)]
@@ -415,8 +416,7 @@ def _summary_text(summary) -> str:
         notes = r.get("summary_notes")
         notes = notes if isinstance(notes, str) else ""
         degenerate = next((d for d in DEGENERATE if notes.startswith(f"every summary: {d} ")), "")
-        cosine = r.get("kernel") if isinstance(r.get("kernel"), str) else "cosine"
-        cosine = cosine == "cosine"  # a cosine-similarity profile (not a relative-bias kernel's)
+        ripple = ripple_depth(r)  # a first minimum that is a ripple of an exact cosine sum, or None
         moved = r.get("window_dependent")
         moved = set(moved.split(";")) if isinstance(moved, str) and moved else set()
         for name, col in shown:
@@ -448,9 +448,8 @@ def _summary_text(summary) -> str:
                 seen.add("ends" if ill.startswith(": ends at") else "ill")
                 if text.count(", >]"):
                     seen.add("open")
-            elif name == "first_minimum" and exact[i] and cosine and pd.notna(r.get("first_minimum_depth")):
-                # a dip of an exact cosine sum, as comparison_pairs.csv says
-                text = f"{fmt.format(value)} (ripple, {r['first_minimum_depth']:.2f})"
+            elif name == "first_minimum" and ripple is not None:  # as comparison_pairs.csv says
+                text = f"{fmt.format(value)} (ripple, {ripple:.2f})"
                 seen.add("ripple")
             elif col.interval and exact[i]:
                 text = f"{fmt.format(value)} (exact)"

@@ -75,7 +75,35 @@ def test_the_study_column_and_figure():
                         "encodings": [{"kind": "sinusoidal"}]})
     result = run_study(spec, progress=False, executor="serial")
     assert result.summary["first_minimum"].iloc[0] == 22  # a ripple of the cosine sum (exact profile)
-    assert STUDY_FIGURES["first_minimum.png"](result.tables(), "m") is not None
+    fig = STUDY_FIGURES["first_minimum.png"](result.tables(), "m")
+    assert fig is not None
+
+
+def test_a_ripple_is_marked_apart_from_a_trough():
+    """An exact cosine sum's first minimum (sinusoidal, RoPE) is a ripple, not a length scale: the figure marks it
+    with a circle and says so in its legend, the console prints "(ripple, depth)", as comparison_pairs.csv says;
+    a sampled table's trough keeps the triangle (ripple_depth: one rule for all three)."""
+    from poslab.cli import _summary_text
+    from poslab.stages.bands import ripple_depth
+
+    spec = parse_study({"name": "m", "n_positions": 256, "dim": 64, "seeds": [0], "analysis": {"n_resamples": 40},
+                        "encodings": [{"kind": "sinusoidal"}, {"kind": "smoothed_random", "length_scale": 6.0}]})
+    result = run_study(spec, progress=False, executor="serial")
+    rows = {r["label"]: r for _, r in result.summary.iterrows()}
+    sin = rows["sinusoidal"]
+    assert sin["ci_method"] == "exact" and ripple_depth(sin) == pytest.approx(sin["first_minimum_depth"])
+    assert ripple_depth({**sin, "kernel": "alibi"}) is None  # a relative-bias kernel's dip is no cosine sum
+    assert ripple_depth({**sin, "ci_method": "none"}) == ripple_depth(sin)  # a kernel run without resamples
+    assert ripple_depth({**sin, "ci_method": "anchor_block", "profile_method": "table"}) is None
+    assert f"22 (ripple, {sin['first_minimum_depth']:.2f})" in _summary_text(result.summary)
+    fig = STUDY_FIGURES["first_minimum.png"](result.tables(), "m")
+    ax = fig.axes[0]
+    markers = {line.get_marker() for line in ax.lines if len(line.get_xdata()) == 1}
+    labels = [t.get_text() for legend in fig.legends + [ax.get_legend()] if legend for t in legend.get_texts()]
+    assert "o" in markers and any("ripple" in t for t in labels)
+    smooth = next(r for label, r in rows.items() if label != "sinusoidal")
+    if pd.notna(smooth["first_minimum"]):  # a sampled trough, when it has one, is a triangle
+        assert "v" in markers and "first minimum" in labels
 
 
 def test_noise_is_no_minimum():

@@ -33,6 +33,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import FixedLocator, LogFormatterSciNotation
 
 from .._figure_settings import FORMATS, MIN_FONT_POINTS, PRINT_DPI, PRINT_FONTS, WIDTHS, FigureSettings
+from ..stages.bands import ripple_depth
 from ..stages.heatmap import HEATMAPS
 from ..stages.profile import PROFILES
 
@@ -1058,7 +1059,7 @@ def first_minimum_figure(tables, title=None):
     fig = Figure(figsize=(6.0, 3.4), layout="constrained")
     ax = fig.subplots()
     colours = _label_colours(shown, study_colours(tables))
-    decimated, handles, unshown = False, [], []
+    decimated, handles, unshown, kinds = False, [], [], set()
     by_label = _LabelRows(tables["profiles"])
     for label, runs in marks.groupby("label", sort=False):
         colour = colours[label]
@@ -1076,11 +1077,17 @@ def first_minimum_figure(tables, title=None):
         decimated |= keep.size < len(rows)
         rows = rows.iloc[keep]  # long profiles: decimated
         ax.plot(rows["distance"], rows["mean_similarity"], color=colour, lw=1.4)
-        ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "v", ms=7, mfc="white", mec=colour,
-                mew=1.6, zorder=5)
+        ripple = ripple_depth(run) is not None  # a dip of an exact cosine sum: marked apart, not as a trough
+        kinds.add(ripple)
+        ax.plot([run["first_minimum"]], [run["first_minimum_similarity"]], "o" if ripple else "v",
+                ms=6 if ripple else 7, mfc="white", mec=colour, mew=1.6, zorder=5)
         handles.append(Line2D([], [], color=colour, lw=1.6, label=textwrap.fill(names[label], 32,
                                                                                  break_long_words=False)))
-    handles.append(Line2D([], [], ls="", marker="v", ms=7, mfc="white", mec="0.3", mew=1.6, label="first minimum"))
+    if False in kinds:
+        handles.append(Line2D([], [], ls="", marker="v", ms=7, mfc="white", mec="0.3", mew=1.6, label="first minimum"))
+    if True in kinds:
+        handles.append(Line2D([], [], ls="", marker="o", ms=6, mfc="white", mec="0.3", mew=1.6,
+                              label="first minimum, a ripple of an\nexact cosine sum: not a length\nscale"))
     ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity", title="first minimum of the profile")
     ax.grid(alpha=0.25, lw=0.5)
     # the legend beside the panel (under it at column width, print_figure): never over a curve or a triangle

@@ -142,6 +142,26 @@ class Summaries(Stage):
         return Output(summary=summary, tables={"summaries": s.to_frame()})
 
 
+def ripple_depth(row) -> float | None:
+    """How far the profile rises back from a run's first minimum when that minimum is a ripple, else None.
+
+    A ripple: the first minimum of an exact cosine-similarity profile (``profile_method`` kernel, or
+    ``ci_method`` exact: an exactly translation-invariant table; ``kernel`` cosine or absent), a dip of a
+    finite cosine sum (RoPE at θ = 500000 has one at 34, sinusoidal d = 768 at 787) rather than a length
+    scale. ``row``: a summary.csv row (a mapping with ``get``). The console prints it ``34 (ripple, 0.06)``,
+    the first-minimum figure marks it apart, and a comparison of first minima says so
+    (:mod:`poslab.study.comparison`)."""
+    kernel = row.get("kernel")
+    exact = row.get("profile_method") == "kernel" or row.get("ci_method") == "exact"
+    if not exact or (isinstance(kernel, str) and kernel != "cosine"):
+        return None
+    try:
+        minimum, depth = float(row.get("first_minimum")), float(row.get("first_minimum_depth"))
+    except (TypeError, ValueError):
+        return None
+    return depth if np.isfinite(minimum) and np.isfinite(depth) else None
+
+
 def profile_standard_errors(profile) -> np.ndarray | None:
     """Standard errors of the profile's means, max(std, pooled std) / sqrt(n_pairs); None when exact (std 0)."""
     ok = np.isfinite(profile.mean_similarity) & (profile.n_pairs > 0)

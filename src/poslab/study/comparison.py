@@ -78,6 +78,7 @@ from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FR
                                   resample_units)
 from ..analysis.decay import MIN_AIC_GAIN
 from ..analysis.summaries import STATUSES, profile_summaries, summaries_many, summary_names
+from ..stages.bands import ripple_depth
 from .spec import StudyWarning
 
 __all__ = ["compare_runs", "summary_verdict", "seed_bootstrap"]
@@ -469,8 +470,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         else:
             run = runs.iloc[0]
             info["exact"] = run.get("ci_method") == "exact"
-            if info["exact"] and base["kernel"] == "cosine" and np.isfinite(_number(run.get("first_minimum"))):
-                info["ripple"] = _number(run.get("first_minimum_depth"))  # an exact cosine sum's first dip
+            if (depth := ripple_depth(run)) is not None:
+                info["ripple"] = depth  # an exact cosine sum's first dip
             mine = summaries.get(label)
             mine = _of_seed(mine, run["seed"]) if mine is not None else None
             for name in names:
