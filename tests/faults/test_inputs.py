@@ -259,7 +259,9 @@ def test_few_resamples_warn_and_never_cost_the_tables(tmp_path, analysis):
     assert "distinct seed resamples" not in result.output  # no second warning about intervals nobody computes
     summary = pd.read_csv(tmp_path / "res" / "summary.csv")
     assert summary.get("decay_length_ci_low", pd.Series(dtype=float)).isna().all()  # no confident-looking interval
-    assert (summary["n_resamples"] == 0).all() and (summary["ci_method"] == "none").all()
+    assert (summary["n_resamples"] == 0).all()
+    kernel = summary["profile_method"] == "kernel"  # exact either way: nothing to resample
+    assert (summary.loc[kernel, "ci_method"] == "exact").all() and (summary.loc[~kernel, "ci_method"] == "none").all()
     assert (tmp_path / "res" / "decay_curves.png").is_file()
 
 

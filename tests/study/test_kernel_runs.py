@@ -98,3 +98,18 @@ def test_a_kernel_only_stage_that_fails_beside_fails_the_run(monkeypatch):
     row = out["summary"].iloc[0]
     assert row["status"] == "failed" and row["message"] == "RuntimeError: no properties today"
     assert list(out) == ["summary"]
+
+
+def test_a_kernel_run_is_exact_without_resamples_and_its_comparisons_are_verdicts():
+    """n_resamples = 0 turns resampling off, but a kernel run has nothing to resample: it stays ci_method exact, and
+    two kernel runs are compared on their exact values (modern_llms.toml: all its verdicts read "not comparable:
+    no interval" before)."""
+    spec = parse_study({"name": "k0", "n_positions": 512, "dim": 64, "analysis": {"n_resamples": 0},
+                        "encodings": [{"kind": "rotary", "rope_theta": 10000.0},
+                                      {"kind": "rotary", "rope_theta": 500000.0}]})
+    result = run_study(spec, progress=False, executor="serial")
+    assert (result.summary["ci_method"] == "exact").all() and (result.summary["n_resamples"] == 0).all()
+    pairs = result.frames["comparison_pairs"]
+    width = pairs[pairs["summary"] == "band_width_0p5"].iloc[0]
+    assert width["verdict"] in ("longer", "shorter")  # 10000's 0.5 width is shorter: an exact difference
+    assert "no interval" not in width["reason"]

@@ -530,10 +530,10 @@ class RunContext:
         from ..analysis.bootstrap import bootstrap_anchor_blocks
 
         o = self.options
+        if self.kernel is not None:  # an exact kernel: nothing to resample, so exact whatever n_resamples is
+            return _exact_bootstrap(self)
         if o.n_resamples == 0:  # no intervals, and none of their cost
             return None
-        if self.kernel is not None:  # an exact kernel: nothing to resample
-            return _exact_bootstrap(self)
         profile, fits = self.profile, self.fits
         anchor = self.anchor_blocks
         self._release_units()  # before the resamples (1 GiB at n = 1M, dim 128)
