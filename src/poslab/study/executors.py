@@ -300,27 +300,30 @@ def _worker(conn, payload: bytes, threads: int) -> None:
     if os.name == "posix":  # received inheritable: a command an encoding runs must not hold it open
         os.set_inheritable(conn.fileno(), False)
     threading.Thread(target=_watch_parent, daemon=True, name="poslab-parent-watch").start()
-    try:
+    from .runner import small_pages
+
+    with small_pages():  # numpy's new arrays on small pages for the worker's life, as in run_study
         try:
-            func = pickle.loads(payload)
-        except Exception as exc:  # a class this process cannot import
-            conn.send_bytes(pickle.dumps(f"{type(exc).__name__}: {exc}"))
-            return
-        conn.send_bytes(_READY)
-        while True:
-            task = conn.recv_bytes()
-            if not task:
-                return
             try:
-                item = pickle.loads(task)
-            except Exception as exc:
-                outcome = Outcome(error=RuntimeError(f"this run could not be loaded in the worker process: "
-                                                     f"{type(exc).__name__}: {exc}"))
-            else:
-                outcome = _record(func, item)
-            conn.send_bytes(_encode(outcome))
-    except (EOFError, OSError):  # the main process is gone or stopped listening: nothing to report to
-        return
+                func = pickle.loads(payload)
+            except Exception as exc:  # a class this process cannot import
+                conn.send_bytes(pickle.dumps(f"{type(exc).__name__}: {exc}"))
+                return
+            conn.send_bytes(_READY)
+            while True:
+                task = conn.recv_bytes()
+                if not task:
+                    return
+                try:
+                    item = pickle.loads(task)
+                except Exception as exc:
+                    outcome = Outcome(error=RuntimeError(f"this run could not be loaded in the worker process: "
+                                                         f"{type(exc).__name__}: {exc}"))
+                else:
+                    outcome = _record(func, item)
+                conn.send_bytes(_encode(outcome))
+        except (EOFError, OSError):  # the main process is gone or stopped listening: nothing to report to
+            return
 
 
 #: What every worker imports, loaded once by the fork server: its workers are forks of it, not new interpreters.

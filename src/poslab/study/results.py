@@ -30,7 +30,7 @@ from .._threads import usable_cpus
 from ..stages import TABLES as SCHEMA
 from ..stages import build_stages, schema
 from .progress import Progress
-from .runner import TABLES, StudyResult, free_cpu, old_objects_frozen, short_gil_turns
+from .runner import TABLES, StudyResult, free_cpu, old_objects_frozen, short_gil_turns, small_pages
 
 __all__ = ["FigureFailedWarning", "ResultsExistError", "write_results", "read_results", "write_figures", "write_csv",
            "FIGURES"]
@@ -668,7 +668,8 @@ def write_results(result: StudyResult, out, *, overwrite: bool = False, progress
     """
     _load_plots()
     out = check_writable(out, overwrite=overwrite)
-    with old_objects_frozen(), short_gil_turns():  # full collections skip the tables and the modules' objects
+    # full collections skip the tables and the modules' objects; numpy's new arrays on small pages (runner.py)
+    with old_objects_frozen(), short_gil_turns(), small_pages():
         return _write_results(result, out, overwrite, progress)
 
 
