@@ -489,8 +489,8 @@ _FOOTNOTES = {
              "ill-conditioned zero crossing, which a change of ±0.02 in the level moves from a to b (the range of "
              "the crossing, not of the integral)"),
     "open": "[low, >]: the interval is open above: the data give no upper end within the window",
-    "*": ("*: moves by more than 5 %, and beyond its bootstrap interval, between a quarter, half and all of "
-          "the run's window (window_sensitivity.csv)"),
+    "*": ("*: moves by more than 5 % (for a sampled table, also beyond its bootstrap interval) between a "
+          "quarter, half and all of the run's window (window_sensitivity.csv)"),
     "beyond": "> N: not reached within the window, up to distance N (status not_reached)",
     "flat": "flat: no decay beyond distance 1, so no summary of the profile is a number",
     "rising": "rising: the profile rises with distance, so no summary of it is a number",

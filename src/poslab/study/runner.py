@@ -489,7 +489,8 @@ def run_study(spec: StudySpec, *, progress: bool | Progress = True, executor: st
     -------
     StudyResult
     """
-    with old_objects_frozen(), short_gil_turns(), small_pages():  # full collections skip the imported modules' objects
+    # full collections skip the imported modules' objects; numpy's new arrays on small pages
+    with old_objects_frozen(), short_gil_turns(), small_pages():
         return _run_study(spec, progress, executor, jobs, scheduler)
 
 
