@@ -489,8 +489,9 @@ _FOOTNOTES = {
              "ill-conditioned zero crossing, which a change of ±0.02 in the level moves from a to b (the range of "
              "the crossing, not of the integral)"),
     "open": "[low, >]: the interval is open above: the data give no upper end within the window",
-    "*": ("*: moves by more than 5 % (for a sampled table, also beyond its bootstrap interval) between a "
-          "quarter, half and all of the run's window (window_sensitivity.csv)"),
+    "*": ("*: changes with the window: between a quarter, half and all of the run's window it moves by more "
+          "than 5 % (when resampled, also beyond its bootstrap interval), or it is a number at a smaller window "
+          "and not at a larger (window_sensitivity.csv)"),
     "beyond": "> N: not reached within the window, up to distance N (status not_reached)",
     "flat": "flat: no decay beyond distance 1, so no summary of the profile is a number",
     "rising": "rising: the profile rises with distance, so no summary of it is a number",
@@ -498,7 +499,8 @@ _FOOTNOTES = {
     "too_few_points": "too_few_points: too few distances to summarise the profile",
     "noise": ("noise: the profile falls to the level but never by more than crossing_z standard errors below "
               "it within the window, or only at the window's last distances, whose pairs lie in one anchor block "
-              "(no standard error) (status within_noise, summary_notes): a dip of the noise, not a crossing"),
+              "(no standard error) (status within_noise, summary_notes): a dip of the noise, not a crossing; "
+              "an integral scale shows noise when its zero crossing does"),
     "n/a": ("n/a: positions on a grid (t, h, w or h, w), whose flattened index is not a distance: the 1-D "
             "analyses and their figures do not apply (summary.csv not_applicable); see grid_profiles.csv, "
             "grid_displacements.csv, grid_maps.csv, grid_profiles.png and grid_axes.png"),

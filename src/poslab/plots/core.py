@@ -409,9 +409,9 @@ def window_dependent_summaries(row) -> set[str]:
 
 
 #: What a figure says of a summary flagged window_dependent (the README's caution).
-WINDOW_NOTE = ("*: this summary moves by more than 5 % (sampled: beyond its bootstrap interval too) between a "
-               "quarter, half and all of the run's window (window_dependent, window_sensitivity.csv): it describes "
-               "this window, not the encoding")
+WINDOW_NOTE = ("*: this summary moves by more than 5 % (when resampled, beyond its bootstrap interval too) between "
+               "a quarter, half and all of the run's window, or is reached only at a smaller one (window_dependent, "
+               "window_sensitivity.csv): it describes this window, not the encoding")
 
 
 def _block_matrix(rows, label):

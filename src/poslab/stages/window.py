@@ -14,10 +14,11 @@ band widths move with n_positions.
 
 A summary is ``window_dependent`` when, between two windows at which it is a
 number, it moves by more than :data:`WINDOW_TOLERANCE` (5 %) of the larger
-value and by more than one position, and, for a sampled table, by more than
-its sampling noise: one window's value lies outside the other window's
-bootstrap interval (an interval open above has no upper end); or when it is
-a number at a smaller window and not at a larger one. 5 %: about the
+value and by more than one position, and, for a sampled table with bootstrap
+intervals, by more than its sampling noise: one window's value lies outside
+the other window's bootstrap interval (an interval open above has no upper
+end; without resamples the tolerances alone decide, as for an exact run); or
+when it is a number at a smaller window and not at a larger one. 5 %: about the
 half-width of the 95 % interval of GPT-2's 0.5 band width at 1024 positions
 ([92, 101] around 97); one position, because the crossings are integers.
 The intervals: a fixed 5 % alone flagged moves that are pure noise, e.g. the
