@@ -59,7 +59,13 @@ The difference counts (``longer`` / ``shorter``) only if it exceeds its
 uncertainty at every common window where the uncertainty is known (at
 least one) and keeps its sign at every common window; a sign that changes, or
 a difference that exceeds its uncertainty at one window and not at another,
-is ``window-dependent``.
+is ``window-dependent``. Two exact labels are judged at their largest common
+window alone: their profiles do not depend on the window, so a smaller
+window only truncates them and sees less (a crossing ``not_reached`` there
+has no ±0.02 range, and its range at the larger window may reach back into
+the smaller one: judged at every window, such pairs came out
+``window-dependent`` with one sign throughout). A ``not distinguishable``
+between two different exact values says which ranges overlap.
 """
 
 from __future__ import annotations
@@ -267,6 +273,10 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         else:
             exceeds[w] = bool(ia[1] < ib[0] or ib[1] < ia[0])
     values = "; ".join(shown)
+    if a["exact"] and b["exact"] and len(common) > 1:  # smaller windows are truncations: judged at the largest
+        last = max(common)
+        signs, exceeds = {last: signs.get(last)}, {last: exceeds.get(last)}
+        values += f"; both exact: judged at {last}, where both see the farthest"
     known = {w: sg for w, sg in signs.items() if sg is not None}
     if not known:
         return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window, or one is within "
@@ -298,7 +308,19 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
                                                                f"{', '.join(map(str, yes))} but the two are equal "
                                                                f"at another ({values})"}
     return out | {"verdict": "not distinguishable", "reason": f"within its uncertainty at window(s) "
-                                                              f"{', '.join(map(str, no))} ({values})"}
+                                                              f"{', '.join(map(str, no))} ({values})"
+                                                              f"{_conditioning_note(a, b, name, out)}"}
+
+
+def _conditioning_note(a: dict, b: dict, name: str, out: dict) -> str:
+    """Why two different exact values are not distinguishable: the ranges a ±0.02 change of the level moves their
+    ill-conditioned crossings over overlap (the only uncertainty an exact label has)."""
+    if not (a["exact"] and b["exact"]) or not (np.isfinite(out["difference"]) and out["difference"] != 0):
+        return ""
+    ranges = [f"{r['label']}'s over {low:g}-{high:g}" for r in (a, b)
+              if (rng := r.get("conditioning", {}).get(name)) is not None for low, high in [rng]]
+    return ("; both are exact and differ, but a change of ±0.02 in the level moves " + " and ".join(ranges)
+            + " (ill-conditioned crossings), and these overlap") if ranges else ""
 
 
 def _ripple_note(a: dict, b: dict) -> str:
