@@ -206,3 +206,18 @@ def test_a_legend_under_the_panels_and_the_caption_do_not_overlap(tables, tmp_pa
     assert legend_box.y0 >= box.y0 + box.height * visible - 1
     panels = [ax.get_tightbbox(renderer) for ax in fig.axes]
     assert legend_box.y1 <= min(p.y0 for p in panels) + 1 and legend_box.y0 >= 0
+
+
+def test_the_figure_title_names_the_windows_of_the_runs_it_draws():
+    """A run that failed draws no curve: the title does not name its window among the shorter ones."""
+    import pandas as pd
+
+    from poslab.study.results import figure_title
+
+    summary = pd.DataFrame({"study": "s", "n_positions": [1024, 256], "max_distance": [1023, 255],
+                            "status": ["ok", "failed"]})
+    assert figure_title(summary) == "s: 1024 positions, distances up to 1023"
+    summary["status"] = "ok"
+    assert figure_title(summary) == "s: up to 1024 positions, distances up to 1023 (shorter windows: 256)"
+    summary["status"] = "failed"  # none drawn: the study's windows, as before
+    assert figure_title(summary) == "s: up to 1024 positions, distances up to 1023 (shorter windows: 256)"

@@ -626,9 +626,12 @@ _CSV_SPLIT_ROWS = 1 << 19
 
 
 def figure_title(summary: pd.DataFrame) -> str | None:
-    """"study: n positions, distances up to max_distance" from the summary table."""
+    """"study: n positions, distances up to max_distance" from the summary table (its successful runs: the ones a
+    figure draws; all of them when none succeeded)."""
     if not len(summary):
         return None
+    drawn = summary[summary["status"] == "ok"] if "status" in summary else summary
+    summary = drawn if len(drawn) else summary  # a failed run draws no curve: its window is not named
     first = summary.iloc[0]
     if summary["n_positions"].nunique() > 1:  # some entries analyse a shorter window
         return (f"{first['study']}: up to {summary['n_positions'].max()} positions, distances up to "
