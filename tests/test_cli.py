@@ -214,7 +214,8 @@ def test_the_command_sets_its_process_settings_unless_the_user_has(monkeypatch):
 
     from poslab import cli
 
-    assert cli.PROCESS_SETTINGS == {"OPENBLAS_THREAD_TIMEOUT": "4", "NUMPY_MADVISE_HUGEPAGE": "0"}
+    assert cli.PROCESS_SETTINGS == {"OPENBLAS_THREAD_TIMEOUT": "4", "NUMPY_MADVISE_HUGEPAGE": "0",
+                                    "ARROW_DEFAULT_MEMORY_POOL": "system"}
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
     monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
     monkeypatch.setattr(cli, "main", lambda **kwargs: None)
