@@ -27,6 +27,11 @@ Methods (each in a fresh Python process, so its peak memory is its own):
               ``--repeat N``: (a) and (e) run N times each, alternately
               (a, e, a, e, ...), and each row shows its fastest, the list of
               all times printed below the table.
+(f) floor     benchmarks/floor_process.py on (e)'s table, timed as (e): the
+              interpreter, the imports of a tool with tidy tables and figures
+              (numpy, pandas, pyarrow, scipy.fft, matplotlib), (d)'s profile,
+              one CSV and one 300-dpi PNG: the least any whole process pays
+              (with ``--repeat N`` it alternates with (a) and (e)).
 
 Time is the method alone (table generation and imports excluded; first calls
 included, as a user pays them: FFT plans, fresh memory pages). Peak memory
@@ -56,7 +61,8 @@ SIZES = [(4096, 768), (131_072, 128), (1_048_576, 128)]
 HEATMAP_BINS = {1_048_576: 512}
 METHODS = ["table", "classic", "sklearn", "poslab", "poslab32", "fft"]
 NAMES = {"table": "table only", "classic": "(a) classic", "sklearn": "(b) sklearn", "poslab": "(c) poslab",
-         "poslab32": "(c32) poslab float32", "fft": "(d) bare scipy.fft", "run": "(e) poslab run (whole)"}
+         "poslab32": "(c32) poslab float32", "fft": "(d) bare scipy.fft", "run": "(e) poslab run (whole)",
+         "floor": "(f) floor process"}
 #: Sizes at which (e), the whole ``poslab run`` process, runs too.
 WHOLE_RUN = {(4096, 768)}
 #: Times (a) and (e) each run, alternately, at those sizes (``--repeat``).
@@ -154,18 +160,19 @@ def bench_size(n, dim, workdir):
             means[method] = np.load(path)
     if (n, dim) in WHOLE_RUN:
         rows["run"], means["run"] = _whole_run(n, dim, workdir)
-        if "classic" in rows and REPEAT > 1:  # (a) and (e) again, alternately: each row keeps its fastest
-            times = {"classic": [rows["classic"]["seconds"]], "run": [rows["run"]["seconds"]]}
+        rows["floor"], means["floor"] = _floor_process(workdir)
+        if "classic" in rows and REPEAT > 1:  # (a), (e) and (f) again, alternately: each row keeps its fastest
+            times = {name: [rows[name]["seconds"]] for name in ("classic", "run", "floor")}
             for _ in range(REPEAT - 1):
-                again = {"classic": _run_child("classic", n, dim, workdir)[0], "run": _whole_run(n, dim, workdir)[0]}
+                again = {"classic": _run_child("classic", n, dim, workdir)[0], "run": _whole_run(n, dim, workdir)[0],
+                         "floor": _floor_process(workdir)[0]}
                 for method, r in again.items():
                     times[method].append(r["seconds"])
                     if r["seconds"] < rows[method]["seconds"]:
                         rows[method] = r
-            repeats = (f"(a) and (e) alternately, {REPEAT} times each (the rows above: each one's fastest): "
-                       f"(a) {', '.join(f'{t:.2f}' for t in times['classic'])} s; "
-                       f"(e) {', '.join(f'{t:.2f}' for t in times['run'])} s; load average now "
-                       f"{os.getloadavg()[0]:.2f}")
+            repeats = (f"(a), (e) and (f) alternately, {REPEAT} times each (the rows above: each one's fastest): "
+                       + "; ".join(f"{NAMES[m][:3]} {', '.join(f'{t:.2f}' for t in times[m])} s" for m in times)
+                       + f"; load average now {os.getloadavg()[0]:.2f}")
     for method, r in rows.items():
         a, c = rows.get("classic"), rows.get("poslab")
         vs_a = f"{a['seconds'] / r['seconds']:.2f}x" if a and method not in ("classic", "table") else ""
@@ -211,6 +218,18 @@ def _whole_run(n, dim, workdir):
         raise SystemExit(f"poslab run failed: {done.stderr[-500:]}")
     mean = pd.read_csv(out / "profiles.csv")["mean_similarity"].to_numpy()
     return {"seconds": seconds, "peak": peak}, mean
+
+
+def _floor_process(workdir):
+    """(f): benchmarks/floor_process.py on (e)'s table, the whole process timed from outside (its docstring)."""
+    import pandas as pd
+
+    out = Path(workdir) / "floor"
+    seconds, peak, done = _measured([sys.executable, Path(__file__).with_name("floor_process.py"),
+                                     Path(workdir) / "table.npy", out], cwd=workdir)
+    if done.returncode:
+        raise SystemExit(f"the floor process failed: {done.stderr[-500:]}")
+    return {"seconds": seconds, "peak": peak}, pd.read_csv(out / "profile.csv")["mean_similarity"].to_numpy()
 
 
 def bench_whole_large(n, dim, workdir):
