@@ -496,7 +496,7 @@ _FOOTNOTES = {
     "open": "[low, >]: the interval is open above: the data give no upper end within the window",
     "*": ("*: changes with the window: between a quarter, half and all of the run's window it moves by more "
           "than 5 % (when resampled, also beyond its bootstrap interval), or it is a number at a smaller window "
-          "and not at a larger (window_sensitivity.csv)"),
+          "(when resampled, with an interval closed above) and not at a larger (window_sensitivity.csv)"),
     "beyond": "> N: not reached within the window, up to distance N (status not_reached)",
     "flat": "flat: no decay beyond distance 1, so no summary of the profile is a number",
     "rising": "rising: the profile rises with distance, so no summary of it is a number",

@@ -410,7 +410,7 @@ def window_dependent_summaries(row) -> set[str]:
 
 #: What a figure says of a summary flagged window_dependent (the README's caution).
 WINDOW_NOTE = ("*: this summary moves by more than 5 % (when resampled, beyond its bootstrap interval too) between "
-               "a quarter, half and all of the run's window, or is reached only at a smaller one (window_dependent, "
+               "a quarter, half and all of the run's window, or is a number only at a smaller one (window_dependent, "
                "window_sensitivity.csv): it describes this window, not the encoding")
 
 

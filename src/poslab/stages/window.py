@@ -243,7 +243,8 @@ class WindowSensitivity(Stage):
     summary = (
         Column("window_dependent", "str", "", "the summaries that move by more than 5 % (and one position) between "
                "the nested windows and, for a sampled table, beyond the other window's bootstrap interval, or are "
-               "reached at a smaller window and not at a larger; ';'-separated (empty: none)"),
+               "reached at a smaller window (sampled: with an interval closed above) and not at a larger; "
+               "';'-separated (empty: none)"),
     )
     uses = frozenset({"units", "profile"})
 
