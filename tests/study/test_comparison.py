@@ -88,6 +88,34 @@ def test_pairs_say_which_differences_exceed_the_uncertainty(study):
             assert np.isnan(row["difference_ci_high"]) or row["difference"] <= row["difference_ci_high"]
 
 
+def test_rank_ranges_are_what_the_verdicts_leave_open(study):
+    """rank_best / rank_worst against the verdicts counted out label by label: the rank by value lies between
+    them, and a label whose every pair in its group is established has one place."""
+    _, result, _ = study
+    comparison, pairs = result.comparison, result.comparison_pairs
+    ranked = comparison[comparison["rank"].notna()]
+    assert ranked["rank_best"].notna().all() and comparison.loc[comparison["rank"].isna(), "rank_best"].isna().all()
+    for _, row in ranked.iterrows():
+        group = ranked[(ranked["summary"] == row["summary"]) & (ranked["max_distance"] == row["max_distance"])
+                       & (ranked["kernel"] == row["kernel"])]
+        longer_than_me = shorter_than_me = 0
+        for other in group["label"]:
+            if other == row["label"]:
+                continue
+            verdict = pairs[(pairs["summary"] == row["summary"]) & (((pairs["label"] == row["label"])
+                            & (pairs["other_label"] == other)) | ((pairs["label"] == other)
+                            & (pairs["other_label"] == row["label"])))].iloc[0]
+            mine = verdict["verdict"] if verdict["label"] == row["label"] else \
+                {"longer": "shorter", "shorter": "longer"}.get(verdict["verdict"], verdict["verdict"])
+            longer_than_me += mine == "shorter"
+            shorter_than_me += mine == "longer"
+        assert row["rank_best"] == 1 + longer_than_me and row["rank_worst"] == len(group) - shorter_than_me
+        assert row["rank_best"] <= row["rank"] <= row["rank_worst"]
+    # the seeds' e-folding distances are established apart (above): the shorter one's place below the longer
+    e = _rows(comparison, "e_folding_distance")
+    assert e.loc[SHORT, "rank_best"] > e.loc[LONG, "rank"]
+
+
 def test_per_run_intervals_properties_and_bootstrap_tables(study):
     spec, result, _ = study
     s = result.summary

@@ -561,4 +561,33 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     pairs = pd.DataFrame(pairs, columns=columns)
     pairs["seed"] = pairs["seed"].astype("Int64")
     pairs["window"] = pairs["window"].astype("Int64")
+    best, worst = _rank_range(comparison, pairs)
+    comparison.insert(6, "rank_best", best)
+    comparison.insert(7, "rank_worst", worst)
     return {"comparison": comparison, "comparison_pairs": pairs}
+
+
+def _rank_range(comparison: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(rank_best, rank_worst) of each ranked comparison row: the ranks its pairs' verdicts leave open.
+
+    Within a rank group (the same summary, max_distance and kernel), a label's best rank is 1 + the labels
+    established as ``longer`` than it, its worst the group's size - the labels it is established as ``longer``
+    than; the other labels of the group (``not distinguishable``, ``window-dependent``, ``not comparable``) may
+    lie on either side. The rank by value lies in between (a ``longer`` verdict implies the larger value at the
+    common largest window, which is the group's own)."""
+    over = {}  # (summary, label) -> labels established as longer than it
+    under = {}  # (summary, label) -> labels it is established as longer than
+    for r in pairs[pairs["verdict"].isin(["longer", "shorter"])].itertuples(index=False):
+        big, small = (r.label, r.other_label) if r.verdict == "longer" else (r.other_label, r.label)
+        over.setdefault((r.summary, small), set()).add(big)
+        under.setdefault((r.summary, big), set()).add(small)
+    ranked = comparison["rank"].notna()
+    group = comparison[ranked].groupby(["summary", "max_distance", "kernel"])["label"].agg(set)
+    best, worst = pd.Series(pd.NA, index=comparison.index, dtype="Int64"), \
+        pd.Series(pd.NA, index=comparison.index, dtype="Int64")
+    for i, row in comparison[ranked].iterrows():
+        members = group[row["summary"], row["max_distance"], row["kernel"]]
+        key = (row["summary"], row["label"])
+        best[i] = 1 + len(over.get(key, set()) & members)
+        worst[i] = len(members) - len(under.get(key, set()) & members)
+    return best, worst
