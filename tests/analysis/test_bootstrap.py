@@ -456,20 +456,26 @@ def test_grouped_threaded_block_products_equal_every_pair_bit_for_bit(n_blocks, 
 
 
 @pytest.mark.parametrize("n, block_length", [(100, 7), (1000, 32), (257, 256), (64, 64)])
-def test_pooled_block_counts_equal_the_matrix_product_bit_for_bit(n, block_length):
+@pytest.mark.parametrize("tile", [2**14, 7])  # tiles of 7 distances: runs of a block cut by tiles and vice versa
+def test_pooled_means_by_the_counts_closed_form_equal_the_matrix_products_bit_for_bit(n, block_length, tile,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(bootstrap, "_TILE_COLUMNS", tile)
     units = unit_rows(np.random.default_rng(n).standard_normal((n, 3)))
     blocks = bootstrap.anchor_block_sums(units, n - 1, block_length)
     layout = bootstrap._block_layout(blocks.counts)
     assert layout is not None
     weights = bootstrap._resample_weights(blocks.counts.shape[0], 30, np.random.default_rng(1))
-    for c0, c1 in [(0, n), (0, 1), (n // 3, n // 2 + 1), (n - 1, n)]:
-        expected = weights @ blocks.counts[:, c0:c1]
-        got = bootstrap._pooled_block_counts(weights, layout, c0, c1 - c0)
-        np.testing.assert_array_equal(got, expected)
-        assert not np.signbit(got).any()
-        for mine, theirs in zip(bootstrap._pooled(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1], layout, c0),
-                                bootstrap._pooled(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1])):
-            np.testing.assert_array_equal(mine, theirs)
+    weights[:4, 0] = 0.0  # resamples without the first block: no pair at the last distances
+    buffers = {}
+    for c0, c1 in [(0, n), (0, 1), (n // 3, n // 2 + 1), (n - 1, n), (max(0, n - block_length - 3), n)]:
+        j, partial, whole, padded = bootstrap._block_count_terms(weights, layout, c0, c1 - c0)
+        np.testing.assert_array_equal(whole[:, j] + padded[:, j] * partial, weights @ blocks.counts[:, c0:c1])
+        expected = bootstrap._pooled(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1])[0]
+        for given in (None, buffers):  # fresh arrays, or the buffers of the previous chunk reused
+            np.testing.assert_array_equal(
+                bootstrap._pooled_means(weights, blocks.sums[:, c0:c1], blocks.counts[:, c0:c1], layout, c0, given),
+                expected)
+        assert np.isnan(expected).any() or c1 < n  # the resamples without the first block
 
 
 def test_block_layout_only_for_counts_of_blocks_of_valid_positions():

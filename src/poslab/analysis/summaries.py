@@ -837,17 +837,21 @@ def _flat(v: np.ndarray, first: float, min_rise: float) -> bool:
     lo, hi = (size - 1) // 2, size // 2  # the middle order statistics (0-based)
     a, b = first - min_rise, first + min_rise
     eps = 1e-9 * (1.0 + abs(first) + min_rise)
-    if np.count_nonzero(v < a - eps) > hi or np.count_nonzero(v > b + eps) >= size - lo:
-        return False  # both middle values below a (or above b) by more than the margin
+    # inside first (a flat profile needs only these two counts): then neither middle value is below a − eps (at
+    # most lo <= hi values are) nor above b + eps (at most size − 1 − hi < size − lo values are), so the test for
+    # outside below could not have held
     if np.count_nonzero(v < a + eps) <= lo and np.count_nonzero(v > b - eps) <= size - 1 - hi:
         return True  # both middle values inside [a, b] by more than the margin
+    if np.count_nonzero(v < a - eps) > hi or np.count_nonzero(v > b + eps) >= size - lo:
+        return False  # both middle values below a (or above b) by more than the margin
     return abs(first - float(np.median(v))) <= min_rise
 
 
 def _row_values(p: _Settings, y: np.ndarray, values: np.ndarray, status: np.ndarray) -> None:
     """One row of :func:`summary_values_many` (values, status filled in place)."""
     d, n = p.d, y.size
-    all_finite = bool(np.isfinite(y).all())
+    # a finite sum has finite terms (a NaN or an infinity makes it NaN or infinite): one pass without a temporary
+    all_finite = math.isfinite(float(np.sum(y))) or bool(np.isfinite(y).all())
     finite = None if all_finite else np.isfinite(y)
     count = n if all_finite else int(np.count_nonzero(finite))
     # the degenerate statuses (as _degenerate), the flat test first: it needs no other summary
