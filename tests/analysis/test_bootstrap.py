@@ -478,6 +478,39 @@ def test_pooled_means_by_the_counts_closed_form_equal_the_matrix_products_bit_fo
         assert np.isnan(expected).any() or c1 < n  # the resamples without the first block
 
 
+@pytest.mark.parametrize("n, length, max_distance", [(600, 40, 599), (600, 37, 300), (257, 256, 256)])
+def test_the_bootstrap_by_the_blocks_layout_equals_the_general_path_bit_for_bit(n, length, max_distance,
+                                                                               monkeypatch):
+    """The counts' closed form (pooled means, the last distance with a pair) gives every replicate, interval and
+    band of the matrix products, bit for bit: widths beyond the window or undefined where a resample has no pair
+    at its end (few blocks, so some resamples lack the first), in chunks of 53 distances and 3 resamples."""
+    import dataclasses
+
+    from poslab.stages import AnalysisOptions
+    from poslab.stages.bands import summariser
+
+    table = make_encoding("smoothed_random", length_scale=6.0).generate(n, 16, rng=np.random.default_rng(n))
+    profile = similarity_profile(table, max_distance=max_distance)
+    fits = fit_decay(profile.distance[1:], profile.mean_similarity[1:], n_pairs=profile.n_pairs[1:],
+                     std=profile.std_similarity[1:])
+    blocks = anchor_block_sums(unit_rows(table), max_distance, length)
+    assert bootstrap._block_layout(blocks.counts) is not None
+    summarise = summariser(profile, AnalysisOptions(), bootstrap.block_standard_errors(blocks))
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 40 * 53)
+    monkeypatch.setattr(bootstrap, "_REPLICATE_ENTRIES", 3 * n)
+    monkeypatch.setattr(bootstrap, "_TILE_COLUMNS", 50)
+    results = []
+    for layout in (bootstrap._block_layout, lambda counts: None):
+        monkeypatch.setattr(bootstrap, "_block_layout", layout)
+        results.append(bootstrap_anchor_blocks(profile.distance, blocks, 40, np.random.default_rng(2), fits=fits,
+                                               thresholds=(0.9, 0.5, -0.9), level=0.9, summarise=summarise))
+    by_layout, general = results
+    for field in dataclasses.fields(general):
+        np.testing.assert_equal(getattr(by_layout, field.name), getattr(general, field.name), err_msg=field.name)
+    widths = general.band_widths[:, 2]  # -0.9: never reached
+    assert np.isinf(widths).any() and (np.isnan(widths).any() or max_distance < n - 1 or length * 2 > n)
+
+
 def test_block_layout_only_for_counts_of_blocks_of_valid_positions():
     table = np.random.default_rng(0).standard_normal((50, 3))
     table[7] = 0.0  # an excluded position: its block's counts are not the closed form

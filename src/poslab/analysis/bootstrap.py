@@ -1014,6 +1014,9 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
     local = threading.local()  # each thread's buffers for its chunks' resampled profiles (fresh memory is slow)
     blocks = _block_layout(counts)
     settled = {"widths": False, "spread": False}  # what no later chunk can change any more (work it may skip)
+    if blocks is not None:  # a resample has pairs up to distance n − 1 − the first anchor of its blocks, none beyond
+        first_anchor = np.min(np.where(weights > 0, blocks.start, blocks.stop[-1]), axis=1)
+        last_defined = distance[np.minimum(blocks.stop[-1] - 1 - first_anchor, distance.size - 1).astype(np.intp)]
 
     def reduce_chunk(c0):
         """One chunk of distances: its resampled profiles, reduced (their widths, last defined distance, spread
@@ -1024,9 +1027,12 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         chunk = _pooled_means(weights, sums[:, c0:c1], counts[:, c0:c1], blocks, c0, local.buffers)
         # skipped once every resample has fallen below every threshold (spread: exceeded 1e-12) in earlier chunks
         w = None if settled["widths"] else first_crossings(distance[c0:c1], chunk, thresholds)
-        defined = ~np.isnan(chunk)
-        last = distance[c0:c1][defined.shape[1] - 1 - np.argmax(defined[:, ::-1], axis=1)]
-        return (c1, w, defined.any(axis=1), last, None if settled["spread"] else _spread(chunk),
+        if blocks is None:  # the last defined distances (known from the blocks' layout otherwise)
+            defined = ~np.isnan(chunk)
+            has, last = defined.any(axis=1), distance[c0:c1][defined.shape[1] - 1 - np.argmax(defined[:, ::-1], axis=1)]
+        else:
+            has = last = None
+        return (c1, w, has, last, None if settled["spread"] else _spread(chunk),
                 _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2]))
 
     for c1, w, has, last, chunk_spread, (chunk_low, chunk_high) in _in_order(
@@ -1035,7 +1041,8 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         if w is not None and np.isinf(widths).any():  # the first chunk falling below gives the width
             first = np.isinf(widths) & np.isfinite(w)
             widths[first] = w[first]
-        last_defined = np.where(has, last, last_defined)
+        if has is not None:
+            last_defined = np.where(has, last, last_defined)
         if spread <= 1e-12:  # only whether it exceeds 1e-12 is used (exact resamples)
             spread = max(spread, chunk_spread)
         low[c0:c1], high[c0:c1] = chunk_low, chunk_high

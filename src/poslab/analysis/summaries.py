@@ -811,8 +811,9 @@ def summary_values_many(settings: _Settings, similarities) -> tuple[tuple[str, .
     names = summary_names(p.thresholds)
     values = np.full((y.shape[0], len(names)), np.nan)
     status = np.zeros((y.shape[0], len(names)), dtype=np.int8)
+    scratch = np.empty(p.d.size, dtype=bool)  # the flat test's comparisons, reused row after row (fresh: page faults)
     for r in range(y.shape[0]):
-        _row_values(p, np.ascontiguousarray(y[r]), values[r], status[r])
+        _row_values(p, np.ascontiguousarray(y[r]), values[r], status[r], scratch)
     values[status != _OK] = np.nan
     return names, values, status
 
@@ -830,9 +831,10 @@ def _scan(n: int, start: int, hit) -> int:
     return -1
 
 
-def _flat(v: np.ndarray, first: float, min_rise: float) -> bool:
+def _flat(v: np.ndarray, first: float, min_rise: float, scratch=None) -> bool:
     """``abs(first - np.median(v)) <= min_rise`` decided by counting where the two middle values of v lie
-    (exact: a margin of 1e-9 covers the rounding of the median and of the difference; np.median otherwise)."""
+    (exact: a margin of 1e-9 covers the rounding of the median and of the difference; np.median otherwise).
+    ``scratch``: a boolean array of at least v's size for the comparisons."""
     size = v.size
     lo, hi = (size - 1) // 2, size // 2  # the middle order statistics (0-based)
     a, b = first - min_rise, first + min_rise
@@ -840,15 +842,18 @@ def _flat(v: np.ndarray, first: float, min_rise: float) -> bool:
     # inside first (a flat profile needs only these two counts): then neither middle value is below a − eps (at
     # most lo <= hi values are) nor above b + eps (at most size − 1 − hi < size − lo values are), so the test for
     # outside below could not have held
-    if np.count_nonzero(v < a + eps) <= lo and np.count_nonzero(v > b - eps) <= size - 1 - hi:
+    out = None if scratch is None else scratch[:size]
+    if np.count_nonzero(np.less(v, a + eps, out=out)) <= lo and \
+            np.count_nonzero(np.greater(v, b - eps, out=out)) <= size - 1 - hi:
         return True  # both middle values inside [a, b] by more than the margin
-    if np.count_nonzero(v < a - eps) > hi or np.count_nonzero(v > b + eps) >= size - lo:
+    if np.count_nonzero(np.less(v, a - eps, out=out)) > hi or \
+            np.count_nonzero(np.greater(v, b + eps, out=out)) >= size - lo:
         return False  # both middle values below a (or above b) by more than the margin
     return abs(first - float(np.median(v))) <= min_rise
 
 
-def _row_values(p: _Settings, y: np.ndarray, values: np.ndarray, status: np.ndarray) -> None:
-    """One row of :func:`summary_values_many` (values, status filled in place)."""
+def _row_values(p: _Settings, y: np.ndarray, values: np.ndarray, status: np.ndarray, scratch=None) -> None:
+    """One row of :func:`summary_values_many` (values, status filled in place; ``scratch``: :func:`_flat`'s)."""
     d, n = p.d, y.size
     # a finite sum has finite terms (a NaN or an infinity makes it NaN or infinite): one pass without a temporary
     all_finite = math.isfinite(float(np.sum(y))) or bool(np.isfinite(y).all())
@@ -864,7 +869,7 @@ def _row_values(p: _Settings, y: np.ndarray, values: np.ndarray, status: np.ndar
         keep = finite[p.beyond:]
         v, dv = y[p.beyond:][keep], d[p.beyond:][keep]
     first = v[0]
-    if _flat(v, first, p.min_rise):
+    if _flat(v, first, p.min_rise, scratch):
         status[:] = _FLAT
         return
     has_min, k_min = _first_minimum(p, y, finite)
