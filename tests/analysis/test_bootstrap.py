@@ -520,6 +520,12 @@ def test_block_layout_only_for_counts_of_blocks_of_valid_positions():
     assert bootstrap._block_layout(blocks.counts) is None
     assert bootstrap._block_layout(np.full((3, 10), 10.0) - np.arange(10)) is None  # seeds: n − k each
     assert bootstrap._block_layout(np.zeros((0, 4))) is None
+    counts = bootstrap.anchor_block_sums(unit_rows(np.random.default_rng(1).standard_normal((50, 3))), 49, 8).counts
+    assert bootstrap._block_layout(counts) is not None
+    for b, k in ((0, 0), (2, 10), (3, 30), (3, 48), (6, 49), (5, 2)):  # all of a block's anchors, fewer, none
+        changed = counts.copy()
+        changed[b, k] += 1
+        assert bootstrap._block_layout(changed) is None, (b, k)
 
 
 def test_block_noise_in_column_chunks_equals_the_whole_array_formula_bit_for_bit(monkeypatch):

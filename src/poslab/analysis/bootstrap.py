@@ -621,13 +621,13 @@ def _block_layout(counts) -> _BlockLayout | None:
         return None
     stop = np.cumsum(length)
     start, n = stop - length, stop[-1]
-    step = max(1, _CHUNK_ENTRIES // counts.shape[0])
-    for c0 in range(0, counts.shape[1], step):
-        k = np.arange(c0, min(counts.shape[1], c0 + step))
-        if not np.array_equal(counts[:, c0:c0 + step],
-                              np.maximum(np.minimum(stop[:, None], n - k) - start[:, None], 0)):
+    size = counts.shape[1]
+    for b, row in enumerate(counts):  # each block's three pieces: all its anchors, fewer, none
+        full, none = int(min(size, n - stop[b] + 1)), int(min(size, n - start[b]))
+        if not (np.all(row[:full] == length[b]) and np.all(row[none:] == 0)
+                and np.array_equal(row[full:none], n - start[b] - np.arange(full, none))):
             return None
-    free = n - np.arange(counts.shape[1], dtype=np.float64)  # n − k
+    free = n - np.arange(size, dtype=np.float64)  # n − k
     whole = np.searchsorted(stop, free, side="right")  # blocks wholly before n − k
     partial = np.maximum(free - np.append(start, n)[whole], 0.0)  # anchors of block j with i + k < n (j = B: none)
     return _BlockLayout(start, stop, whole, partial, np.flatnonzero(np.diff(whole)) + 1)
