@@ -599,3 +599,28 @@ def test_anchor_block_sums_in_reused_buffers_equal_fresh_ones_bit_for_bit():
         np.testing.assert_array_equal(reused.sums, fresh.sums)
         np.testing.assert_array_equal(reused.counts, fresh.counts)
     assert buffers  # they were kept
+
+
+def test_column_quantiles_equal_a_loop_over_columns_bit_for_bit(monkeypatch):
+    """The pointwise percentiles (chunks of columns without NaN by one order statistic and weight for all, others
+    column by column; the sorted columns in a reused buffer) are the linear interpolation of each column's sorted
+    finite values, computed column by column."""
+    monkeypatch.setattr(bootstrap, "_CHUNK_ENTRIES", 40 * 7)  # chunks of 7 columns
+    rng = np.random.default_rng(5)
+    values = rng.standard_normal((40, 60))
+    values[rng.random((40, 60)) < 0.2 * (np.arange(60) >= 30)] = np.nan  # NaN in the second half only
+    values[:, 59] = np.nan
+    values[1:, 58] = np.nan  # one finite value
+    buffers = {}
+    for _ in range(2):
+        got = bootstrap._column_quantiles(values, [0.025, 0.975], buffers)
+        for q, column_values in zip([0.025, 0.975], got):
+            for c in range(values.shape[1]):
+                x = np.sort(values[~np.isnan(values[:, c]), c])
+                if not x.size:
+                    assert np.isnan(column_values[c])
+                    continue
+                h = (x.size - 1) * q
+                lo = math.floor(h)
+                hi = min(lo + 1, x.size - 1)
+                assert column_values[c] == x[lo] + (h - lo) * (x[hi] - x[lo]), (q, c)

@@ -815,11 +815,12 @@ class BootstrapResult:
     summaries_ci: dict = dataclasses.field(default_factory=dict)
 
 
-def _column_quantiles(values, qs):
+def _column_quantiles(values, qs, buffers=None):
     """Linear-interpolation quantiles of each column, NaN left out (all-NaN column: NaN).
 
     Same as ``np.nanquantile(values, q, axis=0)``, vectorised (numpy loops over columns), in
-    chunks of columns (temporaries of ~8 MB, reused rather than freshly faulted in)."""
+    chunks of columns (temporaries of ~8 MB, reused rather than freshly faulted in; ``buffers``: a dict whose
+    array for the sorted columns is reused by the next call with it)."""
     n_rows, n_cols = values.shape
     out = [np.full(n_cols, np.nan) for _ in qs]
     if n_rows == 0:  # no resample: no interval
@@ -827,7 +828,10 @@ def _column_quantiles(values, qs):
     step = max(1, _CHUNK_ENTRIES // max(1, n_rows))
     q_all = np.asarray(qs, dtype=np.float64)
     for c0 in range(0, n_cols, step):
-        v = np.sort(values[:, c0:c0 + step].T, axis=1)  # NaN sort last
+        part = values[:, c0:c0 + step]
+        v = _buffer(buffers, "sorted", part.shape).T  # columns as rows, each contiguous in the copy below
+        np.copyto(v, part.T)
+        v.sort(axis=1)  # NaN sort last
         if not np.isnan(v[:, -1]).any():  # no NaN: the same order statistics and weights in every column
             h = (n_rows - 1) * q_all
             lo = np.floor(h).astype(int)
@@ -1033,7 +1037,7 @@ def bootstrap_units(distance, sums, counts, n_resamples: int, rng, *, fits: Deca
         else:
             has = last = None
         return (c1, w, has, last, None if settled["spread"] else _spread(chunk),
-                _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2]))
+                _column_quantiles(chunk, [(1 - level) / 2, (1 + level) / 2], local.buffers))
 
     for c1, w, has, last, chunk_spread, (chunk_low, chunk_high) in _in_order(
             reduce_chunk, range(0, distance.size, step)):
