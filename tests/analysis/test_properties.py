@@ -227,7 +227,8 @@ def test_inversion_count_equals_brute_force():
     from poslab.analysis.properties import _count_inversions
 
     rng = np.random.default_rng(12)
-    for w in (0, 1, 2, 3, 5, 8, 9, 31, 64, 100, 257, 600, 1500, 3071):  # rows padded to a multiple of 256, 512
+    # rows padded to a multiple of 256, 512; 4096 and 5000: pairs of whole rows (only the half bit set) on 4 levels
+    for w in (0, 1, 2, 3, 5, 8, 9, 31, 64, 100, 256, 257, 600, 1500, 3071, 4096, 5000):
         for high in (2, 7, 1000):  # many ties, some, none
             x = rng.integers(0, high, size=(int(rng.integers(1, 4)), w))
             expected = sum(int(np.count_nonzero(np.triu(row[:, None] > row[None, :], k=1))) for row in x)

@@ -283,7 +283,7 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
     order = _stable_order(qc, okc)
     index = np.arange(span)
     # the distances in value order, the invalid entries (last) replaced by ones above every valid distance
-    distances = np.where(index[None, :] < count[:, None], order, span + index)
+    distances = order if np.all(count == span) else np.where(index[None, :] < count[:, None], order, span + index)
     # Spearman's rho of each row
     row = np.arange(rows)
     with np.errstate(invalid="ignore"):
@@ -312,13 +312,21 @@ def _block_monotonicity(q: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, int,
             rho[sel] = cov / np.sqrt(sum_sq * sum_sq)
     long_rows = np.flatnonzero((count >= 3) & ~exact)
     if long_rows.size:  # floating-point sums over the whole row, as numpy.nansum would take them
-        rank = np.zeros((long_rows.size, w))
-        np.put_along_axis(rank[:, :span], order[long_rows], (index + 1.0)[None, :], axis=1)
+        # dq, dk: the deviations at the valid entries, 0 elsewhere, over the whole row (the sums' order), in place
+        dq, dk = np.zeros((long_rows.size, w)), np.zeros((long_rows.size, w))
         mean = ((c[long_rows] + 1) / 2)[:, None]
-        dq = np.where(ok[long_rows], rank - mean, 0.0)
-        dk = np.where(ok[long_rows], np.cumsum(ok[long_rows], axis=1) - mean, 0.0)
+        invalid = ~okc[long_rows]
+        np.put_along_axis(dq[:, :span], order[long_rows], (index + 1.0)[None, :], axis=1)  # the ranks
+        np.cumsum(okc[long_rows], axis=1, dtype=np.float64, out=dk[:, :span])  # the valid entries' places
+        for d in (dq, dk):
+            d[:, :span] -= mean
+            np.copyto(d[:, :span], 0.0, where=invalid)
+        product = dq * dk
+        cov = np.sum(product, axis=1)
+        sum_qq = np.sum(np.multiply(dq, dq, out=product), axis=1)
+        sum_kk = np.sum(np.multiply(dk, dk, out=product), axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            rho[long_rows] = np.sum(dq * dk, axis=1) / np.sqrt(np.sum(dq * dq, axis=1) * np.sum(dk * dk, axis=1))
+            rho[long_rows] = cov / np.sqrt(sum_qq * sum_kk)
     rho = rho[(count >= 3) & np.isfinite(rho) & ~flat_row]
     # violations: the pairs n < m that are not strict decreases (inversions of the distances in value order)
     violations = pairs - _count_inversions(distances)
@@ -350,7 +358,9 @@ def _stable_order(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
     column = np.arange(w, dtype=np.int64)
     key |= column
     inf = np.int64(0x7FF0_0000_0000_0000)  # +inf's bits: above every finite float's
-    np.copyto(key, inf + (column << (bits + 1)) + column, where=~ok)
+    full = bool(ok.all())
+    if not full:
+        np.copyto(key, inf + (column << (bits + 1)) + column, where=~ok)
     key.sort(axis=1)
     order = key & low
     near = np.diff(key, axis=1) < (1 << (bits + 1))
@@ -364,7 +374,7 @@ def _stable_order(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
         col = flat[member]
         value = np.where(ok[r, col], q[r, col], np.inf)
         flat[member] = col[np.lexsort((col, value, np.cumsum(start)))]
-    nan = np.isnan(np.max(q, axis=1, where=ok, initial=-np.inf))
+    nan = np.isnan(np.max(q, axis=1) if full else np.max(q, axis=1, where=ok, initial=-np.inf))
     if nan.any():
         order[nan] = _argsort_ties_by_position(np.where(ok[nan], q[nan], np.inf))
     return order
@@ -396,8 +406,10 @@ def _count_inversions(x: np.ndarray) -> int:
     Σ_right p − a(a − 1)/2 per pair. Rows are padded (with a value above every
     entry, placed after them: in no inversion) to a multiple of a power of two
     at least w / 16, not to the next power of two; only the last pair of a
-    row can then be short. O(n log² n) comparisons in the sort, O(n log n)
-    elsewhere.
+    row can then be short. On the levels with one pair a row after a level
+    without pair bits only the half bit changes; it is set on views of the two
+    halves (no array of the row's length). O(n log² n) comparisons in the
+    sort, O(n log n) elsewhere.
     """
     rows, w = x.shape
     if rows == 0 or w < 2:
@@ -409,23 +421,31 @@ def _count_inversions(x: np.ndarray) -> int:
     top = int(x.max()) + 1  # the padding: above every entry and after them, so in no inversion
     shift = top.bit_length() + 1  # value bits and the half bit
     dtype = np.int32 if shift + (_SORT_WIDTH // 2).bit_length() <= 31 else np.int64
-    packed = np.full((rows, size), top, dtype=dtype)
-    packed[:, :w] = x
-    packed <<= 1
+    packed = np.empty((rows, size), dtype=dtype)
+    np.left_shift(x, 1, out=packed[:, :w], casting="unsafe")  # fits: below 2^shift
+    packed[:, w:] = top << 1
     flat = packed.reshape(-1)
     half = np.empty_like(flat)
     total = 0
     s = 1
+    clean = True  # no pair bits left by the level before
     while s < size:
         width = max(2 * s, _SORT_WIDTH)
         width = width if size % width == 0 else size  # whole rows once 2s no longer divides them
-        place = np.arange(width)
         block = flat.reshape(-1, width)
-        np.bitwise_and(block, (1 << shift) - 2, out=block)  # the value
-        np.bitwise_or(block, (((place // (2 * s)) << shift) | ((place // s) & 1)).astype(dtype), out=block)
+        if clean and width == 2 * s:  # one pair a row, none before: only the half bit changes, set on views
+            pairs = flat.reshape(-1, 2, s)
+            np.bitwise_and(pairs[:, 0], ~1, out=pairs[:, 0])
+            np.bitwise_or(pairs[:, 1], 1, out=pairs[:, 1])
+            place = np.arange(width)
+        else:
+            place = np.arange(width)
+            np.bitwise_and(block, (1 << shift) - 2, out=block)  # the value
+            np.bitwise_or(block, (((place // (2 * s)) << shift) | ((place // s) & 1)).astype(dtype), out=block)
+        clean = width == 2 * s
         block.sort(axis=1)
         np.bitwise_and(flat, 1, out=half)  # 1: a right entry
-        weight = (place % (2 * s)).astype(np.int64 if width * s >= 2**31 else dtype)
+        weight = (place % (2 * s) if width > 2 * s else place).astype(np.int64 if width * s >= 2**31 else dtype)
         right = int(np.einsum("ij,j->i", half.reshape(-1, width), weight).sum(dtype=np.int64))
         # per block of `width` entries: full pairs of s + s entries, and a last pair of a + b = width mod 2s
         full, rest = divmod(width, 2 * s)
@@ -520,17 +540,20 @@ def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     itype = np.int32 if size <= 2**30 else np.int64
     keys = np.arange(size, dtype=itype)
     keys[:w] = key
-    position = np.arange(1, size + 1, dtype=np.int64)  # 1-based, carried with the keys
+    position = np.arange(1, size + 1, dtype=itype)  # 1-based, carried with the keys
     below = np.zeros(size, dtype=itype)
     above = np.zeros(size, dtype=np.int64)
     spare = [np.empty_like(keys), np.empty_like(position), np.empty_like(below), np.empty_like(above)]
     rank = np.arange(half, dtype=np.int64)  # j: the j-th zero (one) of the level
     before_group = np.empty(half, dtype=np.int64)
+    scratch = np.empty(half, dtype=np.int64)
     ones_sum = np.zeros(half + 1, dtype=np.int64)
+    masked = np.empty(size, dtype=itype)
     bit = np.empty(size, dtype=bool)
     source = np.empty(size, dtype=np.intp)
     for b in range(levels - 1, -1, -1):
-        np.not_equal(np.bitwise_and(keys, itype(1 << b)), 0, out=bit)
+        np.bitwise_and(keys, itype(1 << b), out=masked)
+        np.not_equal(masked, 0, out=bit)
         source[half:] = np.flatnonzero(bit)  # the ones, in order
         np.logical_not(bit, out=bit)
         source[:half] = np.flatnonzero(bit)  # the zeros, in order
@@ -539,15 +562,15 @@ def _dominance(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             np.take(a, source, out=out, mode="clip")
         (keys, position, below, above), spare = spare, current
         # the j-th zero (one) is in group j >> b: j & ~(2^b - 1) zeros (ones) of the level lie in earlier groups
-        np.right_shift(rank, b, out=before_group)
-        np.left_shift(before_group, b, out=before_group)
+        np.bitwise_and(rank, ~((1 << b) - 1), out=before_group)
         # a one at index i: i − (group start) − (ones before it in the group) zeros before it in its group
-        step = source[half:] - rank
-        step -= before_group
-        below[half:] += step.astype(itype, copy=False)
+        np.subtract(source[half:], rank, out=scratch)
+        scratch -= before_group
+        np.add(below[half:], scratch, out=below[half:], casting="unsafe")
         # a zero at index i: the ones before it, i − j of them over the whole level, less those of earlier groups
-        np.cumsum(position[half:], out=ones_sum[1:])
-        above[:half] += ones_sum[source[:half] - rank]
+        np.cumsum(position[half:], dtype=np.int64, out=ones_sum[1:])
+        np.subtract(source[:half], rank, out=scratch)
+        above[:half] += ones_sum[scratch]
         above[:half] -= ones_sum[before_group]
     counts = np.empty(size, dtype=np.int64)
     sums = np.empty(size, dtype=np.float64)
