@@ -80,3 +80,19 @@ def test_a_long_scan_crosses_chunks_and_the_flat_test_counts_exactly():
     np.testing.assert_array_equal(status, full.status)
     np.testing.assert_array_equal(values, full.values)
     assert STATUSES[status[1, 0]] == "flat" and STATUSES[status[0, 0]] == "ok"
+
+
+def test_rows_whose_sum_overflows_are_still_all_finite():
+    """Finite rows are recognised by their sum; a finite row whose sum overflows is checked value by value (the
+    same summaries as summaries_many), and a row with NaN only at its end takes the same values as any other."""
+    k = np.arange(400)
+    y = np.vstack([1e308 * np.exp(-k / 50.0), np.where(k < 3, 1e308, 1e305 * np.cos(k)),
+                   np.exp(-k / 50.0), np.where(k == 0, 1.0, 1e-3 * np.cos(k))])
+    y[2:, 300:] = np.nan
+    with np.errstate(over="ignore", invalid="ignore"):  # the huge rows' means overflow (both functions)
+        assert not np.isfinite(y[:2].sum(axis=1)).any()
+        full = summaries_many(k, y, thresholds=[0.5])
+        names, values, status = summary_values_many(summary_settings(k, thresholds=[0.5]), y)
+    np.testing.assert_array_equal(status, full.status)
+    np.testing.assert_array_equal(values, full.values)
+    assert STATUSES[status[3, 0]] == "flat" and STATUSES[status[2, 0]] == "ok"

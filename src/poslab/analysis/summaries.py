@@ -856,15 +856,21 @@ def _row_values(p: _Settings, y: np.ndarray, values: np.ndarray, status: np.ndar
     """One row of :func:`summary_values_many` (values, status filled in place; ``scratch``: :func:`_flat`'s)."""
     d, n = p.d, y.size
     # a finite sum has finite terms (a NaN or an infinity makes it NaN or infinite): one pass without a temporary
-    all_finite = math.isfinite(float(np.sum(y))) or bool(np.isfinite(y).all())
-    finite = None if all_finite else np.isfinite(y)
-    count = n if all_finite else int(np.count_nonzero(finite))
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.sum(y))
+    finite = None if math.isfinite(total) else np.isfinite(y)
+    count = n if finite is None else int(np.count_nonzero(finite))
+    if count == n:  # all finite (the sum overflowed)
+        finite = None
+    all_finite = finite is None
     # the degenerate statuses (as _degenerate), the flat test first: it needs no other summary
     if count < MIN_POINTS:
         status[:] = _TOO_FEW
         return
     if all_finite:
         v, dv = y[p.beyond:], d[p.beyond:]
+    elif finite[:count].all():  # finite up to a distance, NaN beyond (a resample without the first anchor blocks):
+        v, dv = y[p.beyond:count], d[p.beyond:count]  # the same values as below, as views (no 16 MB of copies)
     else:
         keep = finite[p.beyond:]
         v, dv = y[p.beyond:][keep], d[p.beyond:][keep]
