@@ -9,25 +9,26 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# An editable install is not byte-compiled (pip compiles a regular install): compiled here once, so that a
-# shell with PYTHONDONTWRITEBYTECODE set (many container images) does not compile poslab at every command.
 .stamp-install: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
-	$(BIN)/python -m compileall -q src/poslab
 	touch $@
 
 # The tests also cover the optional extras: Dask executor and torch training.
 .stamp-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,train]'
-	$(BIN)/python -m compileall -q src/poslab
 	touch $@
 
 ## study: run the default study (results/compare_encodings/), replacing an earlier result
+# An editable install is not byte-compiled (pip compiles a regular install): compiled (the changed modules only)
+# before each command, so that a shell with PYTHONDONTWRITEBYTECODE set (many container images) does not compile
+# poslab's modules again at every run.
 study: .stamp-install
+	$(BIN)/python -m compileall -q src/poslab
 	$(BIN)/poslab run --overwrite
 
 ## test: run the test suite
 test: .stamp-test
+	$(BIN)/python -m compileall -q src/poslab
 	$(BIN)/python -m pytest
 
 ## bench: poslab vs the n x n recipe and scikit-learn (benchmarks/README.md; a few minutes)

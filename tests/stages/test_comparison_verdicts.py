@@ -154,3 +154,24 @@ def test_verdicts_do_not_reverse_when_the_window_changes():
     for key in verdicts[64].index:
         seen = {verdicts[n][key] for n in verdicts}
         assert not {"longer", "shorter"} <= seen, (key, seen)
+
+
+def test_an_integral_scale_beyond_the_window_has_no_sign():
+    """QA (stop 26): an integral scale whose zero crossing lies beyond the window was ranked "longer" than a
+    reached one (RoPE, rope_theta 1956, rotary_dim 2048 against rope_theta 53749, rotary_dim 32 at 1024 positions:
+    "> 1023" against 372.5), and the same pair at 4096 positions gave 148.1, "shorter": its value integrates S up
+    to a crossing beyond the window, which need not be a value beyond the window."""
+    name = "integral_scale"
+
+    def label(label, values, **extra):
+        windows = {w: {name: (v, "ok") if isinstance(v, float) else (NAN, v)} for w, v in values.items()}
+        return {"label": label, "windows": windows, "max_distance": max(values), "exact": True, "interval": {},
+                "conditioning": {}, "replicates": {}} | extra
+
+    a = label("wide", {255: "not_reached", 511: "not_reached", 1023: "not_reached"})
+    b = label("narrow", {255: "not_reached", 511: "not_reached", 1023: 372.5})
+    got = summary_verdict(a, b, name)
+    assert got["verdict"] == "not comparable" and not got["exceeds_uncertainty"], got
+    assert "crossing > 1023 vs 372.5" in got["reason"] and "integral scale whose zero crossing" in got["reason"]
+    # two reached integral scales still compare
+    assert summary_verdict(label("x", {1023: 400.0}), b, name)["verdict"] == "longer"

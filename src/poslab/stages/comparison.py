@@ -15,14 +15,17 @@ COMPARISON = Table(
                "integral_scale (summary.csv's columns), or decay_length (the selected fit's; not ranked)",
                required=True),
         Column("rank", "Int64", "", "1 = the largest value (similarity reaching farthest) among the labels analysed "
-               "up to the same max_distance on the same kernel scale; a summary not reached within the window ranks "
-               "first (it is larger); empty: no value (degenerate profile, undefined) and for decay_length"),
+               "up to the same max_distance on the same kernel scale (its rank group); a summary not reached within the "
+               "window ranks first (it is larger), except an integral scale, whose value may lie below the window "
+               "(not ranked); empty: no value (degenerate profile, undefined) and for decay_length"),
         Column("rank_best", "Int64", "", "the best rank the verdicts (comparison_pairs.csv) allow: 1 + the labels of "
-               "the same rank group established as longer than this one; labels not distinguishable, "
-               "window-dependent or not comparable may lie either side"),
-        Column("rank_worst", "Int64", "", "the worst rank they allow: the rank group's size - the labels this one is "
-               "established as longer than. rank_best = rank_worst: its place is established; a wide range: the "
-               "ranking may change with another seed, window or sample"),
+               "its rank group (the ranked labels of the same summary, max_distance and kernel) established as "
+               "longer than this one; labels not distinguishable, window-dependent or not comparable may lie "
+               "either side; empty: not ranked, or alone in its group (compared with no one)"),
+        Column("rank_worst", "Int64", "", "the worst rank they allow: the number of ranked labels in its group - the "
+               "labels this one is established as longer than. rank_best = rank_worst: its place among them is "
+               "established; a range: some order is not (equal exact values, overlapping intervals, a difference "
+               "that depends on the window, two summaries both beyond the window)"),
         Column("n_runs", "int", "", "successful runs of the label (seeds)"),
         Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
         Column("kernel", "str", "", "the scale of its profile (summary.csv kernel): cosine or attention_prior"),

@@ -90,6 +90,9 @@ from .spec import StudyWarning
 __all__ = ["compare_runs", "summary_verdict", "seed_bootstrap"]
 
 _INTEGER = ("integral_scale",)  # the summaries that are not integer distances
+#: Summaries not bounded below by the window when not reached there: an integral scale integrates S up to a zero
+#: crossing beyond the window, which may still be a value below the window (or below another label's value).
+_UNBOUNDED = ("integral_scale",)
 
 
 def seed_bootstrap(profiles: pd.DataFrame, *, models, fit_min_distance: int = 1, thresholds=(0.9, 0.5),
@@ -245,10 +248,11 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         if bad:
             reason = "; ".join(bad) + ": the summary is no number there"
             return out | {"verdict": "not comparable", "reason": reason}
-        shown.append(f"{w}: {_show(va, sa, w)} vs {_show(vb, sb, w)}")
+        shown.append(f"{w}: {_show(va, sa, w, name)} vs {_show(vb, sb, w, name)}")
         if w == max(common):
             out |= {"value": va, "other_value": vb, "difference": va - vb}
-        if sa == sb == "not_reached" or "within_noise" in (sa, sb):  # no sign known at this window
+        if (sa == sb == "not_reached" or "within_noise" in (sa, sb)
+                or (name in _UNBOUNDED and "not_reached" in (sa, sb))):  # no sign known at this window
             signs[w] = None
             continue
         signs[w] = 1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))
@@ -279,8 +283,10 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         values += f"; both exact: judged at {last}, where both see the farthest"
     known = {w: sg for w, sg in signs.items() if sg is not None}
     if not known:
+        unbounded = " or an integral scale whose zero crossing lies beyond the window (its value may be below " \
+            "the window)" if name in _UNBOUNDED else ""
         return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window, or one is within "
-                                                             f"the noise ({values})"}
+                                                             f"the noise{unbounded} ({values})"}
     if len(set(known.values()) - {0}) > 1:
         return out | {"verdict": "window-dependent", "reason": f"the sign of the difference changes with the window "
                                                                f"({values})"}
@@ -319,8 +325,11 @@ def _conditioning_note(a: dict, b: dict, name: str, out: dict) -> str:
         return ""
     ranges = [f"{r['label']}'s over {low:g}-{high:g}" for r in (a, b)
               if (rng := r.get("conditioning", {}).get(name)) is not None for low, high in [rng]]
+    if not ranges:
+        return ""
+    overlap = "and these overlap" if len(ranges) == 2 else "which holds the other's value"
     return ("; both are exact and differ, but a change of ±0.02 in the level moves " + " and ".join(ranges)
-            + " (ill-conditioned crossings), and these overlap") if ranges else ""
+            + f" (ill-conditioned crossings), {overlap}")
 
 
 def _ripple_note(a: dict, b: dict) -> str:
@@ -338,8 +347,10 @@ def _ripple_note(a: dict, b: dict) -> str:
     return "; " + " and ".join(dips) + ": a ripple, not a length scale (compare the band widths for that: README, \"Uncertainty, properties and comparison\")"
 
 
-def _show(value, status, window) -> str:
-    return f"> {window}" if status == "not_reached" else "noise" if status == "within_noise" else f"{value:g}"
+def _show(value, status, window, name=None) -> str:
+    if status == "not_reached":
+        return f"crossing > {window}" if name in _UNBOUNDED else f"> {window}"
+    return "noise" if status == "within_noise" else f"{value:g}"
 
 
 def _replicates_at(label: dict, name: str, window: int):
@@ -535,7 +546,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     comparison = pd.DataFrame(rows)
     ranked = comparison["summary"] != "decay_length"
     key = np.where(comparison["status"] == "not_reached", np.inf, comparison["value"].astype(float))
-    key = pd.Series(np.where(comparison["status"].isin(["ok", "not_reached"]) & ranked, key, np.nan),
+    bounded = ~(comparison["summary"].isin(_UNBOUNDED) & (comparison["status"] == "not_reached"))
+    key = pd.Series(np.where(comparison["status"].isin(["ok", "not_reached"]) & ranked & bounded, key, np.nan),
                     index=comparison.index)
     comparison.insert(5, "rank", key.groupby([comparison["summary"], comparison["max_distance"],
                                               comparison["kernel"]]).rank(ascending=False, method="min")
@@ -574,7 +586,7 @@ def _rank_range(comparison: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.Serie
     established as ``longer`` than it, its worst the group's size - the labels it is established as ``longer``
     than; the other labels of the group (``not distinguishable``, ``window-dependent``, ``not comparable``) may
     lie on either side. The rank by value lies in between (a ``longer`` verdict implies the larger value at the
-    common largest window, which is the group's own)."""
+    common largest window, which is the group's own). A label alone in its group has none."""
     over = {}  # (summary, label) -> labels established as longer than it
     under = {}  # (summary, label) -> labels it is established as longer than
     for r in pairs[pairs["verdict"].isin(["longer", "shorter"])].itertuples(index=False):
@@ -587,6 +599,8 @@ def _rank_range(comparison: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.Serie
         pd.Series(pd.NA, index=comparison.index, dtype="Int64")
     for i, row in comparison[ranked].iterrows():
         members = group[row["summary"], row["max_distance"], row["kernel"]]
+        if len(members) == 1:  # alone in its group: compared with no one there, so no place is established
+            continue
         key = (row["summary"], row["label"])
         best[i] = 1 + len(over.get(key, set()) & members)
         worst[i] = len(members) - len(under.get(key, set()) & members)
