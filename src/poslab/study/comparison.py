@@ -30,8 +30,9 @@ of its window (``window_sensitivity.csv``), so runs analysed over different
 windows (a 256-position table against 1024-position ones) meet at the
 windows they share instead of being refused. At each common window the
 difference has a sign (a summary ``not_reached`` lies beyond the window,
-so it is the larger) and, where both labels have an interval there, an
-uncertainty:
+so it is the larger; not an integral scale, which integrates S up to a zero
+crossing beyond the window and need not be larger: no sign, and no rank) and,
+where both labels have an interval there, an uncertainty:
 
 * an exact label (``ci_method = exact``) has none at any window, except an
   ill-conditioned crossing, which is uncertain by the range a ±0.02 change
