@@ -221,3 +221,27 @@ def test_the_figure_title_names_the_windows_of_the_runs_it_draws():
     assert figure_title(summary) == "s: up to 1024 positions, distances up to 1023 (shorter windows: 256)"
     summary["status"] = "failed"  # none drawn: the study's windows, as before
     assert figure_title(summary) == "s: up to 1024 positions, distances up to 1023 (shorter windows: 256)"
+
+
+@pytest.mark.parametrize("minimum, zoomed", [(30, True), (3000, False)])
+def test_first_minimum_figure_shows_the_minima_not_the_whole_window(minimum, zoomed):
+    """A first minimum at 30 in a 10^4-distance window would sit on the y axis: the figure shows distances up to
+    FIRST_MINIMUM_ZOOM times the farthest minimum and says so; a minimum far into the window keeps the whole."""
+    from poslab.plots.core import FIRST_MINIMUM_ZOOM
+
+    d = np.arange(0, 10001)
+    curve = np.cos(np.pi * d / minimum) * np.exp(-d / 5000)
+    profiles = pd.DataFrame({"label": "wave", "seed": pd.array([pd.NA] * d.size, dtype="Int64"), "distance": d,
+                             "mean_similarity": curve, "fitted_similarity": np.nan})
+    summary = pd.DataFrame({"label": ["wave"], "seed": pd.array([pd.NA], dtype="Int64"), "status": "ok",
+                            "kernel": "cosine", "first_minimum": [float(minimum)],
+                            "first_minimum_similarity": [curve[minimum]]})
+    with matplotlib.rc_context(FigureSettings().rc):
+        fig = STUDY_FIGURES["first_minimum.png"]({"profiles": profiles, "summary": summary}, "t")
+    curve_line = max(fig.axes[0].get_lines(), key=lambda line: len(line.get_xdata()))
+    caption = fig._supxlabel.get_text() if fig._supxlabel is not None else ""
+    if zoomed:
+        assert np.max(curve_line.get_xdata()) == FIRST_MINIMUM_ZOOM * minimum
+        assert f"Distances up to {FIRST_MINIMUM_ZOOM * minimum:g} shown" in caption and "10000" in caption
+    else:
+        assert np.max(curve_line.get_xdata()) == 10000 and "shown (" not in caption

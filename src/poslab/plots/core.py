@@ -1043,6 +1043,12 @@ def decay_figure(tables, title=None):
                              colours=study_colours(tables))
 
 
+#: first_minimum.png shows distances up to this many times the farthest first minimum drawn (at least
+#: FIRST_MINIMUM_ZOOM_MIN, at most the window): the minimum, the rise after it and the fall before it.
+FIRST_MINIMUM_ZOOM = 4.0
+FIRST_MINIMUM_ZOOM_MIN = 64.0
+
+
 @study_figure("first_minimum.png", tables=("profiles", "summary"))
 def first_minimum_figure(tables, title=None):
     """The profiles with each run's first minimum marked (None when no run has one within its window)."""
@@ -1061,6 +1067,10 @@ def first_minimum_figure(tables, title=None):
     colours = _label_colours(shown, study_colours(tables))
     decimated, handles, unshown, kinds = False, [], [], set()
     by_label = _LabelRows(tables["profiles"])
+    # the distances shown: up to FIRST_MINIMUM_ZOOM times the farthest first minimum, not a whole window that
+    # hides a minimum at 34 among 10^6 distances (the decay curves show every distance)
+    window = float(tables["profiles"]["distance"].max())
+    shown_up_to = min(window, max(FIRST_MINIMUM_ZOOM * float(marks["first_minimum"].max()), FIRST_MINIMUM_ZOOM_MIN))
     for label, runs in marks.groupby("label", sort=False):
         colour = colours[label]
         run = runs.iloc[0]  # the first seed of a stochastic encoding
@@ -1071,7 +1081,8 @@ def first_minimum_figure(tables, title=None):
             unshown.append(f"{names[label]}: seed {int(run['seed'])} shown, seed{'s' if len(others) > 1 else ''} "
                            f"{', '.join(others)} not shown")
         this_run = (rows["seed"].isna() if pd.isna(run["seed"]) else rows["seed"] == run["seed"]).fillna(False).to_numpy(bool)
-        if not this_run.all():  # no filter (a copy of every column) when the label has one run
+        this_run = this_run & (rows["distance"] <= shown_up_to).to_numpy(bool)
+        if not this_run.all():  # no filter (a copy of every column) when the label has one run within the range
             rows = rows[this_run]
         keep = drawn_points(rows["distance"].to_numpy(dtype=float), rows["mean_similarity"].to_numpy(dtype=float))
         decimated |= keep.size < len(rows)
@@ -1090,6 +1101,9 @@ def first_minimum_figure(tables, title=None):
                               label="first minimum, a ripple of an\nexact cosine sum: not a length\nscale"))
     ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity", title="first minimum of the profile")
     ax.grid(alpha=0.25, lw=0.5)
+    if shown_up_to < window:
+        unshown.append(f"Distances up to {shown_up_to:g} shown ({FIRST_MINIMUM_ZOOM:g}x the farthest first minimum); "
+                       f"the profiles go on to {window:g} (decay_curves.png)")
     # the legend beside the panel (under it at column width, print_figure): never over a curve or a triangle
     return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated,
                    caption=[f"{line}." for line in unshown])
