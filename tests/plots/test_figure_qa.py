@@ -242,6 +242,6 @@ def test_first_minimum_figure_shows_the_minima_not_the_whole_window(minimum, zoo
     caption = fig._supxlabel.get_text() if fig._supxlabel is not None else ""
     if zoomed:
         assert np.max(curve_line.get_xdata()) == FIRST_MINIMUM_ZOOM * minimum
-        assert f"Distances up to {FIRST_MINIMUM_ZOOM * minimum:g} shown" in caption and "10000" in caption
+        assert f"Distances up to {FIRST_MINIMUM_ZOOM * minimum:.0f} shown" in caption and "go on to 10000 " in caption
     else:
         assert np.max(curve_line.get_xdata()) == 10000 and "shown (" not in caption

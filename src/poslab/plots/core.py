@@ -1102,8 +1102,8 @@ def first_minimum_figure(tables, title=None):
     ax.set(xlabel="distance (positions)", ylabel="mean cosine similarity", title="first minimum of the profile")
     ax.grid(alpha=0.25, lw=0.5)
     if shown_up_to < window:
-        unshown.append(f"Distances up to {shown_up_to:g} shown ({FIRST_MINIMUM_ZOOM:g}x the farthest first minimum); "
-                       f"the profiles go on to {window:g} (decay_curves.png)")
+        unshown.append(f"Distances up to {shown_up_to:.0f} shown ({FIRST_MINIMUM_ZOOM:g}x the farthest first minimum); "
+                       f"the profiles go on to {window:.0f} (decay_curves.png)")
     # the legend beside the panel (under it at column width, print_figure): never over a curve or a triangle
     return _finish(fig, handles, _title_with(title, shared), note, decimated=decimated,
                    caption=[f"{line}." for line in unshown])
