@@ -27,6 +27,7 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/kernel_fast_path.py                 # everything (~8 minutes on 2 CPUs)
     .venv/bin/python benchmarks/kernel_fast_path.py --only one      # the 1M-position run
+    .venv/bin/python benchmarks/kernel_fast_path.py --only one --repeat 5  # 5 runs beside a host reference
     .venv/bin/python benchmarks/kernel_fast_path.py --only sweep    # the sweep, --jobs 2 and serial
     .venv/bin/python benchmarks/kernel_fast_path.py --only fixed    # one run at 1024 positions
     .venv/bin/python benchmarks/kernel_fast_path.py --only csv      # the CSV writers on a 1M-row profile table
@@ -154,6 +155,41 @@ def in_process(study: str, executor: str = "processes", jobs: int = 2) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+#: The host's speed, measured beside target (a) (``--only one --repeat N``): a process that imports what any tool
+#: with tidy tables and figures imports (numpy, pandas, pyarrow's CSV writer, scipy's optimiser, matplotlib's
+#: Figure and Agg canvas) and does nothing else. Its time follows the host's drifts in Python work (20-50 % within
+#: an hour on the 2-CPU machine of benchmarks/README.md), so the ratio of the run to it is what a change moves.
+REFERENCE = ("import numpy, pandas, pyarrow.csv, scipy.optimize, matplotlib.figure, "
+             "matplotlib.backends.backend_agg")
+
+
+def target_a_pairs(repeat: int) -> None:
+    """Target (a), ``repeat`` times, each run beside the host reference (:data:`REFERENCE`): interleaved pairs,
+    wall times and their ratio, then the medians."""
+    folder = Path(tempfile.mkdtemp(prefix="poslab-bench-"))
+    try:
+        (folder / "study.toml").write_text(rotary_study(1048576, "rotary_1m"))
+        poslab = Path(sys.executable).with_name("poslab")
+        command = [str(poslab), "run", str(folder / "study.toml"), "--out", str(folder / "out"), "--no-progress",
+                   "--overwrite"]
+        print(f"## target (a) in {repeat} interleaved pairs with the host reference ({REFERENCE}; {load()})")
+        runs, references = [], []
+        for i in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", REFERENCE], check=True)
+            references.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            runs.append(time.perf_counter() - start)
+            print(f"   pair {i + 1}: reference {references[-1]:.2f} s, rotary run {runs[-1]:.2f} s "
+                  f"(ratio {runs[-1] / references[-1]:.2f})", flush=True)
+        print(f"   median: reference {np.median(references):.2f} s, rotary run {np.median(runs):.2f} s, ratio "
+              f"{np.median(np.array(runs) / np.array(references)):.2f}; runs under 5 s: "
+              f"{sum(r < 5 for r in runs)} of {repeat}   ({load()})")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def csv_writers() -> None:
     """DataFrame.to_csv against poslab's writer (pyarrow) on a profiles table of 1,048,576 distances (short keys)."""
     import pandas as pd
@@ -188,6 +224,9 @@ def csv_writers() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("one", "sweep", "fixed", "csv"))
+    parser.add_argument("--repeat", type=int, default=0,
+                        help="with --only one: that many interleaved pairs of target (a) and the host reference "
+                             "instead of the single measurement")
     args = parser.parse_args()
     print(f"# {os.cpu_count()} CPUs, {load()}, Python {sys.version.split()[0]}, numpy {np.__version__}")
     if args.only in (None, "csv"):
@@ -196,7 +235,9 @@ def main() -> None:
         study = rotary_study(1024, "rotary_1k")
         whole_process("fixed cost: one rotary run at 1,024 positions", study, [])
         in_process(study)
-    if args.only in (None, "one"):
+    if args.only == "one" and args.repeat > 0:
+        target_a_pairs(args.repeat)
+    elif args.only in (None, "one"):
         study = rotary_study(1048576, "rotary_1m")
         whole_process("target (a): one rotary run at 1,048,576 positions", study, [])
         in_process(study)  # run_study through a worker (poslab run itself runs a single run in its own process)
