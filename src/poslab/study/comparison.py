@@ -86,6 +86,7 @@ from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FR
 from ..analysis.decay import MIN_AIC_GAIN
 from ..analysis.summaries import STATUSES, profile_summaries, summaries_many, summary_names
 from ..stages.bands import ripple_depth
+from ..stages.window import nested_windows, window_dependent
 from .spec import StudyWarning
 
 __all__ = ["compare_runs", "summary_verdict", "seed_bootstrap"]
@@ -403,6 +404,65 @@ def _beyond(column: pd.Series) -> np.ndarray:
     return np.where(column.isna(), np.inf, column.to_numpy(dtype=float))
 
 
+def _seed_windows(distance, pooled, means, noise: dict, options, level: float, n_positions: int,
+                  max_distance: int, *, own) -> pd.DataFrame:
+    """A label with seeds at its nested windows, as :func:`poslab.stages.window.window_dependent` reads them.
+
+    At each nested window of ``n_positions`` and ``max_distance`` (:func:`poslab.stages.window.nested_windows`:
+    a quarter, half and all of it) the seeds' pooled profile, truncated to the window's distances, is
+    summarised with the seeds as clusters of its noise (``noise``, truncated too), and so is every seed resample
+    of it (``means``, truncated: the same resamples at every window). The interval is the resamples' percentile
+    interval at ``level`` (a resample beyond the window or within the noise counts as +inf: an interval open
+    above has no high end), given where the pooled summary is a number.
+
+    Parameters
+    ----------
+    distance, pooled : ndarray of shape (n_distances,)
+        Distances 0 .. max_distance (positions) and the pooled mean profile (:func:`_pool_seeds`).
+    means : ndarray of shape (n_resamples, n_distances) or None
+        Seed-resampled pooled profiles (:func:`poslab.analysis.bootstrap.resample_units`); None: no interval
+        (n_resamples = 0, or too few seeds), so the window rule's tolerances alone decide.
+    noise : dict
+        ``noise_se`` and ``n_pairs`` of shape (n_distances,) and ``crossing_z``
+        (:func:`poslab.analysis.summaries.profile_summaries`).
+    options : AnalysisOptions
+        thresholds, min_rise, min_rise_se.
+    level : float
+        Interval level.
+    n_positions, max_distance : int
+        The label's window (positions analysed, largest distance).
+    own : (ProfileSummaries, SummaryArrays or None)
+        The summaries already made at the label's own window (the pooled profile's and its resamples').
+
+    Returns
+    -------
+    DataFrame
+        Columns ``summary``, ``window`` (positions), ``value`` (positions), ``status``, ``value_ci_low`` /
+        ``value_ci_high`` (NaN: none; only the high end NaN: open above).
+    """
+    beyond_codes = [STATUSES.index("not_reached"), STATUSES.index("within_noise")]
+    settings = {"thresholds": options.thresholds, "min_rise": options.min_rise, "min_rise_se": options.min_rise_se,
+                "crossing_z": noise["crossing_z"]}
+    frames = []
+    for _, _, window in nested_windows(n_positions, max_distance):
+        if window >= max_distance:
+            s, reps = own
+        else:
+            keep = distance <= window
+            cut = settings | {"noise_se": noise["noise_se"][keep], "n_pairs": noise["n_pairs"][keep]}
+            s = profile_summaries(distance[keep], pooled[keep], **cut)
+            reps = summaries_many(distance[keep], means[:, keep], **cut) if means is not None else None
+        low, high = np.full(len(s.names), math.nan), np.full(len(s.names), math.nan)
+        if reps is not None:
+            replicates = np.where(np.isin(reps.status, beyond_codes), np.inf, reps.values)
+            for j, name in enumerate(s.names):
+                if s.status[j] == "ok":
+                    low[j], high[j] = percentile_interval(replicates[:, j], level, integer=name not in _INTEGER)
+        frames.append(pd.DataFrame({"summary": list(s.names), "window": window, "value": s.values,
+                                    "status": list(s.status), "value_ci_low": low, "value_ci_high": high}))
+    return pd.concat(frames, ignore_index=True)
+
+
 def _window_rows(frame: pd.DataFrame | None) -> dict:
     """{window: {summary: (value, status)}} from one run's (or one label's seeds') window_sensitivity rows."""
     if frame is None or not len(frame):
@@ -477,6 +537,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                                   min_rise_se=options.min_rise_se, **noise)
             values = dict(zip(s.names, s.values))
             statuses = dict(zip(s.names, s.status))
+            means = reps = None
             if enough and n_resamples:
                 means, _ = resample_units(sums, counts, n_resamples, np.random.default_rng(_label_seed(label)))
                 reps = summaries_many(distance, means, thresholds=options.thresholds, min_rise=options.min_rise,
@@ -501,6 +562,9 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                      "value_ci_low": result.decay_length_ci[0] if enough and n_resamples else math.nan,
                      "value_ci_high": result.decay_length_ci[1] if enough and n_resamples else math.nan}
             method = {"ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
+            n_positions = int(runs["n_positions"].max()) if "n_positions" in runs else base["max_distance"] + 1
+            dependent = set(window_dependent(_seed_windows(distance, pooled, means, noise, options, level,
+                                                           n_positions, base["max_distance"], own=(s, reps))))
         else:
             run = runs.iloc[0]
             info["exact"] = run.get("ci_method") == "exact"
@@ -533,10 +597,11 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             decay["status"] = "ok" if np.isfinite(decay["value"]) else "none"
             method = {"ci_method": run.get("ci_method", "none"), "ci_level": run.get("ci_level", level),
                       "n_resamples": run.get("n_resamples", 0)}
+            # the run's own flag (summary.csv, window_sensitivity.csv)
+            dependent = set(str(runs.get("window_dependent", pd.Series([""])).fillna("").str.cat(sep=";")).split(";"))
         own = info["windows"].setdefault(info["max_distance"], {})
         for name in names:
             own.setdefault(name, (values[name], statuses[name]))
-        dependent = set(str(runs.get("window_dependent", pd.Series([""])).fillna("").str.cat(sep=";")).split(";"))
         for name in names:
             low, high = info["interval"].get(name, (math.nan, math.nan))
             rows.append(base | method | {"summary": name, "selected_model": "", "fit_se": math.nan, "value": values[name], "value_ci_low": low,
