@@ -33,9 +33,15 @@ COMPARISON = Table(
                "pooled profile", interval=True),
         Column("status", "str", "", "ok, not_reached (within max_distance), undefined, or the profile's degenerate "
                "status (too_few_points, flat, rising, no_decay); for decay_length: ok or none"),
-        Column("window_dependent", "str", "", "yes: the summary moves with the window (window_sensitivity.csv: "
-               "more than 5 % between a quarter, half and all of the window, for a label with seeds in any of them); "
-               "no; empty for decay_length (not measured at the smaller windows)"),
+        Column("window_dependent", "str", "", "yes: the summary moves with the window. Between two of a quarter, "
+               "half and all of the window it moves by more than 5 % and one position and, where the windows have "
+               "intervals, one window's value lies outside the other's interval (open above: no upper end); or it is a number "
+               "at a smaller window and not at a larger one, unless its interval at the smaller window is open "
+               "above. A single run: its own flag (summary.csv, window_sensitivity.csv: anchor-block intervals; "
+               "exact: the tolerances alone). A label with seeds: the same rule on its pooled profile (the value "
+               "reported here) cut to each window, with seed-bootstrap intervals there (the same seed resamples, "
+               "cut); not any seed's flag. no: none of these; empty for decay_length (not measured at the smaller "
+               "windows)"),
         Column("selected_model", "str", "", "decay_length rows: the selected decay model, or none"),
         Column("fit_se", "float", "positions", "decay_length rows: delta-method standard error of the fit"),
         Column("ci_method", "str", "", "seed (seeds resampled), anchor_block (the run's bootstrap), exact (no "

@@ -19,6 +19,16 @@ Per label, each summary (:mod:`poslab.analysis.summaries`) and its interval come
   anchor-block bootstrap's), or no interval when the run is exact
   (``ci_method = exact``: no sampling variability).
 
+**Window dependence** (``window_dependent``) is judged on what the label
+reports, by the rule of :func:`poslab.stages.window.window_dependent`: a
+single run keeps its own flag (summary.csv); a label with seeds is judged on
+its pooled profile cut to a quarter, half and all of its window, with the
+seed-bootstrap interval at each (the same seed resamples, cut:
+:func:`_seed_windows`), not on its seeds' flags (flagging the label when any
+seed is flagged made false flags grow with the number of seeds: the null
+model's 30 seeds flagged three summaries that each seed alone flags in 1-2 of
+30).
+
 The label's decay length (the selected fit's; the seeds' pooled fit) is
 listed too, as a ``decay_length`` row of ``comparison.csv`` with its
 interval and fit standard error, but not ranked or compared: for a profile
