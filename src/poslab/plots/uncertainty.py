@@ -36,7 +36,8 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     comparison : DataFrame
         The ``comparison`` table: columns ``label``, ``decay_length``,
         ``decay_length_ci_low``, ``decay_length_ci_high`` (positions),
-        ``ci_method`` (``anchor_block`` | ``seed``), optionally ``rank``,
+        ``ci_method`` (``anchor_block`` | ``seed`` | ``exact`` | ``none``), optionally ``n_runs`` (more than
+        one: the pooled seeds' decay length), ``rank``,
         ``ci_level``, ``fit_se`` (drawn as the fit's Wald interval) and
         ``selected_model``. Rows are drawn top to bottom in
         the table's order (ranked: longest first).
@@ -51,8 +52,10 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
     matplotlib.figure.Figure
         One axes: a point at each decay length with a thick bar over its
         bootstrap interval (an arrow to the axes' right edge when the interval
-        is open above; filled marker: anchor-block bootstrap, open: seed
-        bootstrap) and a thin grey bar just under it over its fit interval;
+        is open above; none without one: ``n_resamples = 0``, an exact
+        profile, too few seeds; filled marker: a run's decay length, open: the
+        pooled seeds') and a thin grey bar just under it over its fit's Wald
+        interval (± z ``fit_se``, z the normal quantile of ``ci_level``);
         labels without a decay length are listed with the reason ("no decay
         length: ...", or "log law: scale-free" when the selected model is the
         log law, which has none) inside the axes. The caption under the figure
@@ -103,7 +106,8 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
             ax.text(0.03, yi, _no_decay_length(row), va="center", ha="left", fontsize=7, color="0.4",
                     transform=ax.get_yaxis_transform())
             continue
-        seed = row["ci_method"] == "seed"
+        # the pooled seeds' (open marker), also without a seed bootstrap (n_resamples = 0: ci_method none)
+        seed = row["ci_method"] == "seed" or bool(pd.notna(row.get("n_runs")) and row.get("n_runs", 1) > 1)
         fit_se = float(row.get("fit_se", np.nan))
         if np.isfinite(fit_se) and fit_se > 0:  # thin, just under the row: the fit's own (Wald) interval
             ax.plot([v - z * fit_se, v + z * fit_se], [yi - 0.22] * 2, color="0.5", lw=1.0, zorder=1,
@@ -117,17 +121,29 @@ def plot_decay_length_forest(comparison: pd.DataFrame, *, title=None, width: flo
                         arrowprops=dict(arrowstyle="-|>", color="C0", lw=2.0, shrinkA=0, shrinkB=0,
                                         mutation_scale=9))
             drawn.add("open")
+        else:  # no interval drawn: say why (its ci_method) rather than name one
+            drawn.add(("none", row["ci_method"] if isinstance(row["ci_method"], str) else "none"))
         ax.plot([v], [yi], marker="o", ms=7, color="C0", mfc="white" if seed else "C0")
-        drawn.add("seed" if seed else "dot")
+        drawn.add(("seed" if seed else "dot", bool(np.isfinite(lo))))
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_ylim(-0.7, n - 0.3)
     pct = f"{level:.0%} " if level else "95% "
     ax.set_xlabel("decay length (positions)")
-    marks = {"dot": "filled dot: decay length (anchor-block bootstrap interval)",
-             "seed": "open dot: decay length (interval from resampled seeds)",
+    why = {"none": "n_resamples = 0", "exact": "exact profile, no sampling variability", "seed": "too few seeds"}
+    missing = sorted({why.get(d[1], "none available") for d in drawn if isinstance(d, tuple) and d[0] == "none"})
+    marks = {("dot", True): "filled dot: decay length (anchor-block bootstrap interval)",
+             ("dot", False): "filled dot: decay length",
+             ("seed", True): "open dot: decay length of the pooled seeds (interval from resampled seeds)",
+             ("seed", False): "open dot: decay length of the pooled seeds",
              "bar": f"thick bar: {pct}bootstrap interval",
              "open": "arrow to the right edge: interval open above (not bounded within the window)",
-             "fit": f"thin grey bar under a dot: {pct}fit (Wald) interval"}
+             "fit": f"thin grey bar under a dot: {pct}fit (Wald) interval, ±{z:.2f} delta-method standard errors",
+             "none": "a dot without a thick bar: no bootstrap interval (" + "; ".join(missing) + ")"}
+    if ("dot", True) in drawn:  # one text per marker: the interval where one is drawn
+        drawn.discard(("dot", False))
+    if ("seed", True) in drawn:
+        drawn.discard(("seed", False))
+    drawn |= {"none"} if missing else set()
     key = "; ".join(text for mark, text in marks.items() if mark in drawn)
     key = key[:1].upper() + key[1:] + "." if key else ""
     ax.grid(axis="x", alpha=0.3, lw=0.5)
