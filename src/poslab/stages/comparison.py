@@ -39,8 +39,8 @@ COMPARISON = Table(
                "at a smaller window and not at a larger one, unless its interval at the smaller window is open "
                "above. A single run: its own flag (summary.csv, window_sensitivity.csv: anchor-block intervals; "
                "exact: the tolerances alone). A label with seeds: the same rule on its pooled profile (the value "
-               "reported here) cut to each window, with seed-bootstrap intervals there (the same seed resamples, "
-               "cut); not any seed's flag. no: none of these; empty for decay_length (not measured at the smaller "
+               "reported here) cut to each window's distances (profiles.csv: every position averaged), with "
+               "seed-bootstrap intervals there (the same seed resamples, cut); not any seed's flag. no: none of these; empty for decay_length (not measured at the smaller "
                "windows)"),
         Column("selected_model", "str", "", "decay_length rows: the selected decay model, or none"),
         Column("fit_se", "float", "positions", "decay_length rows: delta-method standard error of the fit"),

@@ -419,7 +419,9 @@ def _seed_windows(distance, pooled, means, noise: dict, options, level: float, n
     """A label with seeds at its nested windows, as :func:`poslab.stages.window.window_dependent` reads them.
 
     At each nested window of ``n_positions`` and ``max_distance`` (:func:`poslab.stages.window.nested_windows`:
-    a quarter, half and all of it) the seeds' pooled profile, truncated to the window's distances, is
+    a quarter, half and all of it) the seeds' pooled profile, truncated to the window's distances (the seeds'
+    profiles in profiles.csv average every position; a run's own nested windows average its first
+    ``n_positions`` · fraction positions, which only its tables hold), is
     summarised with the seeds as clusters of its noise (``noise``, truncated too), and so is every seed resample
     of it (``means``, truncated: the same resamples at every window). The interval is the resamples' percentile
     interval at ``level`` (a resample beyond the window or within the noise counts as +inf: an interval open
