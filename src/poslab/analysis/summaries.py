@@ -30,7 +30,13 @@ autocorrelation function:
     trapezoidal rule on the integer distances, the last segment ending at the
     zero z interpolated linearly between the last distance with S ≥ 0 and the
     first with S < 0. With no zero crossing within the window the integral is
-    not defined (the window would be its upper limit): ``not_reached``.
+    not defined (the window would be its upper limit): ``not_reached``. S ≥ 0
+    over the whole window then (it lies before the zero crossing), so every
+    trapezoid up to the window is a term of the integral scale and their sum,
+    ∫₀^W S(k) / S(0) dk by the same rule up to the window's last distance W,
+    is a lower bound of it (strict when S(W) > 0): ``lower_bound``, recorded
+    for exact profiles only (a bound estimated from a noisy profile is no
+    bound: its tail may be above 0 by noise alone).
 
 Every summary is a distance (positions) or NaN with a **status**:
 
@@ -65,7 +71,13 @@ level (cosine similarity per position); ``crossing`` the crossing interpolated
 linearly between k − 1 and k; ``crossing_low`` / ``crossing_high`` the
 interpolated first crossings of the level raised / lowered by
 :data:`CONDITIONING_DELTA` (0.02); ``recrossings`` how often S falls below the
-level again after coming back above it. A crossing is ``ill_conditioned`` when S
+level again after coming back above it. A crossing ``not_reached`` keeps
+``crossing_low`` when S falls below the level + 0.02 inside the window (the
+same interpolation), and its ``crossing_high`` is empty: S never falls below
+the level, so never below the level − 0.02 within the window (beyond it). Its
+value is no number, but the ±0.02 change of the level brings it back to
+``crossing_low``; :mod:`poslab.study.comparison` takes (crossing_low, ∞) as an
+exact label's range there. A crossing is ``ill_conditioned`` when S
 comes back above the level later in the window (so the first crossing is one
 of several) *and* the ±0.02 change of the level moves the first crossing by
 more than :data:`ILL_CONDITIONED_SPREAD` (25 %) of its value: RoPE θ = 500000's
@@ -232,6 +244,10 @@ class SummaryArrays:
         largest (L − S(k)) / se_L(k) over k ≥ k₀ (module docstring); a crossing counts when it exceeds
         ``crossing_z``. NaN without ``noise_se``, without a crossing, and for the first minimum; the integral
         scale takes the zero crossing's.
+    lower_bound : ndarray of shape (n_profiles, n_summaries)
+        A lower bound of a summary that is ``not_reached`` (positions): the integral scale of an exact profile
+        (no ``noise_se``) whose zero crossing lies beyond the window, ∫₀^W S(k) / S(0) dk by the integral
+        scale's trapezoids up to the window's last finite distance W (module docstring); NaN everywhere else.
     """
 
     names: tuple[str, ...]
@@ -248,6 +264,7 @@ class SummaryArrays:
     level: np.ndarray
     reasons: tuple[str, ...] = ()
     below_se: np.ndarray | None = None
+    lower_bound: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
         """The values of one summary over the profiles (NaN where not ok)."""
@@ -272,7 +289,7 @@ class ProfileSummaries:
     ill_conditioned : ndarray of bool
     first_minimum_similarity, first_minimum_depth : float
     max_distance : int
-    below_se : ndarray of shape (n_summaries,)
+    below_se, lower_bound : ndarray of shape (n_summaries,)
         See :class:`SummaryArrays`.
     crossing_z : float or None
         The bound the crossings were held to (None: exact profile, plain first crossings).
@@ -293,6 +310,7 @@ class ProfileSummaries:
     max_distance: int
     below_se: np.ndarray | None = None
     crossing_z: float | None = None
+    lower_bound: np.ndarray | None = None
 
     def __getitem__(self, name: str) -> float:
         """The value of one summary (NaN when its status is not ok)."""
@@ -314,6 +332,7 @@ class ProfileSummaries:
             "crossing_high": self.crossing_high, "slope": self.slope, "recrossings": self.recrossings,
             "ill_conditioned": self.ill_conditioned,
             "below_se": self.below_se if self.below_se is not None else np.full(len(self.names), np.nan),
+            "lower_bound": self.lower_bound if self.lower_bound is not None else np.full(len(self.names), np.nan),
         })
 
     def notes(self) -> str:
@@ -440,7 +459,10 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
         crossing[:, j] = _interpolated(d, y, prev, index, level)
         lo = _interpolated(d, y, prev, _first_below(y, level + CONDITIONING_DELTA), level + CONDITIONING_DELTA)
         hi = _interpolated(d, y, prev, _first_below(y, level - CONDITIONING_DELTA), level - CONDITIONING_DELTA)
-        low[:, j], high[:, j] = np.where(reached, lo, np.nan), np.where(reached, hi, np.nan)
+        # a crossing not reached keeps crossing_low (S comes within CONDITIONING_DELTA of the level inside the
+        # window there; NaN: not even that) and has no crossing_high (S never falls below the level, so never
+        # below the level - CONDITIONING_DELTA: beyond the window)
+        low[:, j], high[:, j] = lo, np.where(reached, hi, np.nan)
         level_out[:, j] = level
         rows = np.arange(n_rows)
         k = np.maximum(index, 0)
@@ -509,6 +531,13 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     values[:, ic] = np.where((z_index > 0) & defined, integral, np.nan)
     status[:, ic] = np.where(~defined, _UNDEFINED, np.where(z_index > 0, _OK, _NOT_REACHED))
     status[:, ic] = np.where(defined & (status[:, zc] == _WITHIN_NOISE), _WITHIN_NOISE, status[:, ic])
+    # lower bound of an integral scale not reached (exact profiles only: a bound estimated with noise is no bound):
+    # S >= 0 over the whole window, before its zero crossing, so the same trapezoids up to the last finite
+    # distance are at most the integral scale (module docstring)
+    bound = np.full((n_rows, m), np.nan)
+    if noise is None:
+        last = prev[:, -1]  # the last finite distance (-1: none)
+        bound[:, ic] = np.where((status[:, ic] == _NOT_REACHED) & (last >= 0), cum[rows, np.maximum(last, 0)], np.nan)
     for name in ("integral_scale",):
         j = col[name]
         below_se[:, j] = below_se[:, zc]
@@ -520,7 +549,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     bad = degenerate >= 0
     status[bad] = degenerate[bad, None]
     values[bad] = np.nan
-    for a in (crossing, low, high, slope, below_se):
+    for a in (crossing, low, high, slope, below_se, bound):
         a[bad] = np.nan
     recross[bad] = 0
     ill[bad] = False
@@ -529,7 +558,7 @@ def summaries_many(distance, similarities, *, thresholds=DEFAULT_THRESHOLDS, se=
     values[status != _OK] = np.nan
     ill[status != _OK] = False  # only a crossing that counts is conditioned well or ill
     return SummaryArrays(names, values, status, crossing, low, high, slope, recross, ill, fm_sim, fm_depth, level_out,
-                         reasons, below_se)
+                         reasons, below_se, bound)
 
 
 def _pooled_noise(noise_se, n_pairs, n: int, crossing_z: float):
@@ -692,7 +721,8 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         if st in DEGENERATE:
             reasons.append(arrays.reasons[0])
         elif st == "not_reached":
-            reasons.append(_not_reached_reason(name, arrays.level[0, j], max_distance))
+            reasons.append(_not_reached_reason(name, arrays.level[0, j], max_distance, arrays.crossing_low[0, j],
+                                               arrays.lower_bound[0, j]))
         elif st == "undefined":
             reasons.append("S(0) is not positive: S / S(0) is not defined")
         elif st == "within_noise":
@@ -710,7 +740,8 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
         slope=arrays.slope[0], recrossings=arrays.recrossings[0], ill_conditioned=arrays.ill_conditioned[0],
         first_minimum_similarity=float(arrays.first_minimum_similarity[0]),
         first_minimum_depth=float(arrays.first_minimum_depth[0]), max_distance=max_distance,
-        below_se=arrays.below_se[0], crossing_z=None if exact else float(crossing_z))
+        below_se=arrays.below_se[0], crossing_z=None if exact else float(crossing_z),
+        lower_bound=arrays.lower_bound[0])
 
 
 def _within_noise_reason(name: str, arrays: SummaryArrays, j: int, crossing_z: float, max_distance: int,
@@ -730,12 +761,20 @@ def _within_noise_reason(name: str, arrays: SummaryArrays, j: int, crossing_z: f
             "the noise floor around the level, not significantly below it")
 
 
-def _not_reached_reason(name: str, level: float, max_distance: int) -> str:
+def _not_reached_reason(name: str, level: float, max_distance: int, low: float, bound: float) -> str:
     if name == "first_minimum":
         return f"no trough that S rises back from within max_distance {max_distance}"
     if name == "integral_scale":
-        return f"no zero crossing within max_distance {max_distance}: the integral up to it is not defined"
-    return f"S stays at or above {level:.3g} up to max_distance {max_distance}"
+        text = f"no zero crossing within max_distance {max_distance}: the integral up to it is not defined"
+        if np.isfinite(bound):
+            text += (f"; S >= 0 up to the window, so the integral scale is at least {bound:.4g}, the integral of "
+                     f"S / S(0) up to {max_distance} (lower_bound)")
+        return text
+    text = f"S stays at or above {level:.3g} up to max_distance {max_distance}"
+    if np.isfinite(low):
+        text += (f"; it falls below the level + {CONDITIONING_DELTA:g} at {low:.1f} (crossing_low; the level - "
+                 f"{CONDITIONING_DELTA:g} is not crossed within the window: crossing_high empty)")
+    return text
 
 
 #: First and largest chunk (distances) of the scans of :func:`summary_values_many`: a crossing near the start is

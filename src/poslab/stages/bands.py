@@ -79,9 +79,12 @@ SUMMARIES = Table(
         Column("crossing", "float", "positions", "a crossing interpolated linearly between the last distance at or "
                "above the level and the first below (the integral scale: its zero crossing)"),
         Column("crossing_low", "float", "positions",
-               f"the interpolated first crossing of the level + {CONDITIONING_DELTA:g}"),
+               f"the interpolated first crossing of the level + {CONDITIONING_DELTA:g}, also for a crossing not_reached "
+               f"(S comes within {CONDITIONING_DELTA:g} of the level inside the window there; empty: not even that; "
+               "the integral scale: its zero crossing's)"),
         Column("crossing_high", "float", "positions",
-               f"the interpolated first crossing of the level - {CONDITIONING_DELTA:g}"),
+               f"the interpolated first crossing of the level - {CONDITIONING_DELTA:g} (empty: beyond the window, "
+               "always so for a crossing not_reached)"),
         Column("slope", "float", "cosine similarity",
                "S(k) - S(k - 1) at the first distance k below the level (per position)"),
         Column("recrossings", "int", "", "times S falls below the level again after coming back above it"),
@@ -92,6 +95,10 @@ SUMMARIES = Table(
                "standard errors: the largest (level - S(k)) / se(k) there, se(k)^2 the anchor-block variance "
                "times pairs pooled beyond the crossing, over n_pairs(k); the crossing counts when it exceeds "
                "crossing_z (empty: exact profile, no crossing, first_minimum)"),
+        Column("lower_bound", "float", "positions", "integral_scale not_reached on an exact profile (a kernel, a "
+               "translation-invariant table): the trapezoidal integral of S(k) / S(0) from 0 to max_distance, a "
+               "lower bound of the integral scale (S >= 0 up to its zero crossing beyond the window); empty for "
+               "every other row (value stays empty: the integral scale is no number there)"),
     ),
     always=True,
 )
