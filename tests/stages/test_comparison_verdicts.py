@@ -65,7 +65,7 @@ CASES = [
     ("not comparable", "random is flat at window 255",
      _label("sin", {255: 55, 1023: 55}, exact=True), _label("random", {255: "flat", 1023: "flat"})),
     # both beyond every common window
-    ("not comparable", "both lie beyond every common window",
+    ("not comparable", "no sign at any common window: both lie beyond window 255",
      _label("a", {255: "not_reached"}, exact=True), _label("b", {255: "not_reached"}, exact=True)),
     # different windows meet at their common one (a 256-position run against a 1024-position run's quarter)
     ("not comparable", "gpt2 has none at window 255",
@@ -103,7 +103,7 @@ CASES = [
     ("shorter", "exceeds its uncertainty at window(s) 1023 (511: noise vs > 511",
      _label("gpt2", {511: "within_noise", 1023: 164}, interval=(158, 173)),
      _label("sin", {511: "not_reached", 1023: "not_reached"}, exact=True)),
-    ("not comparable", "one is within the noise",
+    ("not comparable", "no sign at any common window: a is within the noise at window 511",
      _label("a", {511: "within_noise"}, interval=(NAN, NAN)), _label("b", {511: 100}, exact=True)),
 ]
 
@@ -172,6 +172,14 @@ def test_an_integral_scale_beyond_the_window_has_no_sign():
     b = label("narrow", {255: "not_reached", 511: "not_reached", 1023: 372.5})
     got = summary_verdict(a, b, name)
     assert got["verdict"] == "not comparable" and not got["exceeds_uncertainty"], got
-    assert "crossing > 1023 vs 372.5" in got["reason"] and "integral scale whose zero crossing" in got["reason"]
+    assert "crossing > 1023 vs 372.5" in got["reason"] and "wide's integral scale has its zero crossing beyond " \
+        "window 1023 and no lower bound there" in got["reason"]
+    # with its lower bound (the integral up to the window: at 4096 positions it was 148.1, so the bound at 1023 lies
+    # below that): no sign still, saying the bound does not settle it
+    got = summary_verdict(a | {"lower_bound": {name: 140.0}}, b, name)
+    assert got["verdict"] == "not comparable", got
+    assert "1023: > 140 (integral up to 1023) vs 372.5" in got["reason"]
+    assert "wide's integral scale, beyond its lower bound 140 (the integral up to window 1023), may lie either side " \
+        "of narrow's 372.5" in got["reason"]
     # two reached integral scales still compare
     assert summary_verdict(label("x", {1023: 400.0}), b, name)["verdict"] == "longer"

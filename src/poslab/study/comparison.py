@@ -94,7 +94,7 @@ from ..analysis.bootstrap import (BOOTSTRAP_LEVEL, BOOTSTRAP_SEED, MAX_FAILED_FR
                                   block_standard_errors, bootstrap_units, min_replicates, percentile_interval,
                                   resample_units)
 from ..analysis.decay import MIN_AIC_GAIN
-from ..analysis.summaries import STATUSES, profile_summaries, summaries_many, summary_names
+from ..analysis.summaries import CONDITIONING_DELTA, STATUSES, profile_summaries, summaries_many, summary_names
 from ..stages.bands import ripple_depth
 from ..stages.window import nested_windows, window_dependent
 from .spec import StudyWarning
@@ -251,7 +251,7 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         return out | {"verdict": "not comparable", "reason": (
             f"no common window: {a['label']} was analysed up to {sorted(a['windows'])} and {b['label']} up to "
             f"{sorted(b['windows'])}")}
-    signs, exceeds, shown = {}, {}, []
+    signs, exceeds, shown, unsigned = {}, {}, [], {}
     for w in common:
         (va, sa), (vb, sb) = a["windows"][w].get(name, (math.nan, "undefined")), \
             b["windows"][w].get(name, (math.nan, "undefined"))
@@ -260,14 +260,14 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         if bad:
             reason = "; ".join(bad) + ": the summary is no number there"
             return out | {"verdict": "not comparable", "reason": reason}
-        shown.append(f"{w}: {_show(va, sa, w, name)} vs {_show(vb, sb, w, name)}")
+        shown.append(f"{w}: {_show(va, sa, w, name, _bound_at(a, name, w))} vs "
+                     f"{_show(vb, sb, w, name, _bound_at(b, name, w))}")
         if w == max(common):
             out |= {"value": va, "other_value": vb, "difference": va - vb}
-        if (sa == sb == "not_reached" or "within_noise" in (sa, sb)
-                or (name in _UNBOUNDED and "not_reached" in (sa, sb))):  # no sign known at this window
-            signs[w] = None
+        signs[w], why = _sign_at(a, b, name, w, va, sa, vb, sb)
+        if signs[w] is None:  # no sign known at this window
+            unsigned[w] = why
             continue
-        signs[w] = 1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))
         ia, ib = _interval_at(a, name, w, va, sa), _interval_at(b, name, w, vb, sb)
         if ia is None or ib is None:
             exceeds[w] = None
@@ -292,13 +292,13 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
     if a["exact"] and b["exact"] and len(common) > 1:  # smaller windows are truncations: judged at the largest
         last = max(common)
         signs, exceeds = {last: signs.get(last)}, {last: exceeds.get(last)}
+        unsigned = {w: why for w, why in unsigned.items() if w == last}
         values += f"; both exact: judged at {last}, where both see the farthest"
     known = {w: sg for w, sg in signs.items() if sg is not None}
     if not known:
-        unbounded = " or an integral scale whose zero crossing lies beyond the window (its value may be below " \
-            "the window)" if name in _UNBOUNDED else ""
-        return out | {"verdict": "not comparable", "reason": f"both lie beyond every common window, or one is within "
-                                                             f"the noise{unbounded} ({values})"}
+        return out | {"verdict": "not comparable", "reason": "no sign at any common window: "
+                                                             + "; ".join(unsigned[w] for w in sorted(unsigned))
+                                                             + f" ({values})"}
     if len(set(known.values()) - {0}) > 1:
         return out | {"verdict": "window-dependent", "reason": f"the sign of the difference changes with the window "
                                                                f"({values})"}
@@ -327,7 +327,87 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
                                                                f"at another ({values})"}
     return out | {"verdict": "not distinguishable", "reason": f"within its uncertainty at window(s) "
                                                               f"{', '.join(map(str, no))} ({values})"
-                                                              f"{_conditioning_note(a, b, name, out)}"}
+                                                              f"{_conditioning_note(a, b, name, out)}"
+                                                              f"{_beyond_note(a, b, name, no)}"}
+
+
+def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float, sb: str) -> tuple[int | None, str]:
+    """The sign of a's summary minus b's at window ``w`` (statuses ok, not_reached or within_noise), or None and
+    why no sign is known there.
+
+    A summary ``not_reached`` lies beyond the window, so it is the larger; not an integral scale, which integrates S
+    up to a zero crossing beyond the window: it is larger than its lower bound (an exact label's, at its own window,
+    :func:`_bound_at`) and so larger than the other label's value only when the other's upper end (its range's or
+    interval's at ``w``: :func:`_interval_at`; its value where it has none) lies below that bound. Otherwise it may
+    lie either side: no sign."""
+    noisy = [r["label"] for r, st in ((a, sa), (b, sb)) if st == "within_noise"]
+    if noisy:
+        return None, f"{' and '.join(noisy)} {'is' if len(noisy) == 1 else 'are'} within the noise at window {w}"
+    if sa == sb == "not_reached":
+        what = "both zero crossings of the integral scales lie" if name in _UNBOUNDED else "both lie"
+        return None, f"{what} beyond window {w}"
+    if name in _UNBOUNDED and "not_reached" in (sa, sb):
+        (r, o, vo, so, sign) = (a, b, vb, sb, 1) if sa == "not_reached" else (b, a, va, sa, -1)
+        bound = _bound_at(r, name, w)
+        if bound is None:
+            why = ("none for a sampled label: a bound estimated with noise is no bound" if not r["exact"] else
+                   f"recorded at its own window {r['max_distance']} only" if w != r["max_distance"] else
+                   "summaries.csv lower_bound is empty")
+            return None, (f"{r['label']}'s integral scale has its zero crossing beyond window {w} and no lower bound "
+                          f"there ({why}), so it may lie either side of {o['label']}'s {vo:g}")
+        io = _interval_at(o, name, w, vo, so)
+        upper = io[1] if io is not None else vo
+        if upper < bound:
+            return sign, ""
+        end = "" if upper == vo else " (the upper end of its interval open above)" if math.isinf(upper) \
+            else f" (up to {upper:g}, the upper end of its {'range' if o['exact'] else 'interval'})"
+        return None, (f"{r['label']}'s integral scale, beyond its lower bound {bound:.4g} (the integral up to window "
+                      f"{w}), may lie either side of {o['label']}'s {vo:g}{end}: the bound does not settle it")
+    return (1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))), ""
+
+
+def _bound_at(label: dict, name: str, window: int) -> float | None:
+    """An exact label's lower bound of its integral scale ``not_reached`` at a window (summaries.csv
+    ``lower_bound``: the integral of S / S(0) up to its own window), or None: none recorded (a sampled label, another
+    summary, or a smaller nested window, where window_sensitivity.csv records no bound)."""
+    if name not in _UNBOUNDED or not label["exact"] or window != label["max_distance"]:
+        return None
+    bound = label.get("lower_bound", {}).get(name)
+    return float(bound) if bound is not None and np.isfinite(bound) else None
+
+
+def _beyond_note(a: dict, b: dict, name: str, windows) -> str:
+    """Why a crossing beyond the window is not distinguishable from the other label's: an exact label's crossing
+    ``not_reached`` at a judged window has the range (crossing_low, inf) when S falls below the level + 0.02 inside
+    that window (:func:`_interval_at`), and that range holds (or meets) the other's value."""
+    notes = []
+    for r, o in ((a, b), (b, a)):
+        for w in windows:
+            low = _beyond_low(r, name, w)
+            if low is None:
+                continue
+            vo, so = o["windows"][w].get(name, (math.nan, "undefined"))
+            io = _interval_at(o, name, w, vo, so) if so in ("ok", "not_reached") else None
+            other = f"{o['label']}'s {_show(vo, so, w, name)}" + (
+                f" ({'range' if o['exact'] else 'interval'} {io[0]:g}-{io[1]:g})"
+                if io is not None and so == "ok" and io != (vo, vo) else "")
+            notes.append(f"{r['label']}'s crossing lies beyond window {w}, but a change of +{CONDITIONING_DELTA:g} in "
+                         f"the level brings it back to {low:g} (crossing_low), so its range, {low:g} to beyond the "
+                         f"window, meets {other}")
+    return "; " + "; ".join(notes) if notes else ""
+
+
+def _beyond_low(label: dict, name: str, window: int) -> int | None:
+    """The low end of an exact label's crossing ``not_reached`` at a window, where S falls below the level + 0.02
+    inside that window: the first distance below it, ⌈crossing_low⌉ (the ill-conditioned ranges' convention), or
+    None. An exact profile at a smaller window is its truncation, so a crossing_low of the own window within the
+    smaller window is the smaller window's too."""
+    if not label["exact"] or name in _UNBOUNDED:
+        return None
+    if label["windows"].get(window, {}).get(name, (math.nan, ""))[1] != "not_reached":
+        return None
+    low = label.get("crossing_low", {}).get(name)
+    return int(low) if low is not None and np.isfinite(low) and low <= window else None
 
 
 def _conditioning_note(a: dict, b: dict, name: str, out: dict) -> str:
@@ -359,9 +439,13 @@ def _ripple_note(a: dict, b: dict) -> str:
     return "; " + " and ".join(dips) + ": a ripple, not a length scale (compare the band widths for that: README, \"Uncertainty, properties and comparison\")"
 
 
-def _show(value, status, window, name=None) -> str:
+def _show(value, status, window, name=None, bound=None) -> str:
+    """A summary at a window as ``reason`` prints it: the value, ``> W`` beyond the window, ``noise``; an integral
+    scale beyond the window ``> B (integral up to W)`` with an exact label's lower bound B, else ``crossing > W``."""
     if status == "not_reached":
-        return f"crossing > {window}" if name in _UNBOUNDED else f"> {window}"
+        if name in _UNBOUNDED:
+            return f"> {bound:.4g} (integral up to {window})" if bound is not None else f"crossing > {window}"
+        return f"> {window}"
     return "noise" if status == "within_noise" else f"{value:g}"
 
 
@@ -378,7 +462,13 @@ def _interval_at(label: dict, name: str, window: int, value: float, status: str)
     own = window == label["max_distance"]
     bootstrapped = own or window in label.get("window_intervals", {})
     if status == "not_reached":
-        return (window + 1.0, math.inf) if label["exact"] or bootstrapped else None
+        if name in _UNBOUNDED:  # beyond an exact label's lower bound (_sign_at), else unknown
+            bound = _bound_at(label, name, window)
+            return (bound, math.inf) if bound is not None else None
+        if label["exact"]:  # beyond the window, or back to crossing_low with the level + 0.02 (module docstring)
+            low = _beyond_low(label, name, window)
+            return (float(low) if low is not None else window + 1.0, math.inf)
+        return (window + 1.0, math.inf) if bootstrapped else None
     if label["exact"]:
         return label.get("conditioning", {}).get(name, (value, value))
     intervals = label.get("interval", {}) if own else label.get("window_intervals", {}).get(window, {})
@@ -523,7 +613,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     # only a label with several seeds pools its runs' profiles (the largest table: a row per run and distance)
     seeded = ok["seed"].notna().groupby(ok["label"], sort=False).sum()
     profiles = _by_label(_of_labels(tables.get("profiles"), seeded.index[seeded >= 2]))
-    rows, labels, kinds = [], [], {}
+    rows, labels, kinds, bounds = [], [], {}, {}  # bounds: {(label, summary): an exact label's lower_bound}
     for label, runs in ok.groupby("label", sort=False):
         kinds[label] = runs["kind"].iloc[0]
         base = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
@@ -531,7 +621,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         base["kernel"] = runs["kernel"].iloc[0] if "kernel" in runs and isinstance(runs["kernel"].iloc[0], str) \
             else "cosine"
         info = {"label": label, "max_distance": base["max_distance"], "kernel": base["kernel"], "interval": {},
-                "conditioning": {},
+                "conditioning": {}, "crossing_low": {}, "lower_bound": {},
                 "replicates": {}, "windows": _window_rows(windows.get(label)), "exact": False}
         seeds = runs["seed"].dropna()
         values, statuses = {}, {}
@@ -593,6 +683,13 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     statuses[r.summary] = r.status
                     if bool(r.ill_conditioned) and np.isfinite(r.crossing_low) and np.isfinite(r.crossing_high):
                         info["conditioning"][r.summary] = (math.ceil(r.crossing_low), math.ceil(r.crossing_high))
+                    if not info["exact"]:  # the ±0.02 range of a crossing beyond the window, the integral's bound:
+                        continue  # an exact label's (a sampled one's intervals cover both)
+                    if r.summary not in _UNBOUNDED and np.isfinite(r.crossing_low):
+                        info["crossing_low"][r.summary] = math.ceil(r.crossing_low)
+                    bound = _number(getattr(r, "lower_bound", math.nan))
+                    if r.summary in _UNBOUNDED and r.status == "not_reached" and np.isfinite(bound):
+                        info["lower_bound"][r.summary] = bounds[label, r.summary] = bound
             if label in boot:
                 reps = _of_seed(boot[label], run["seed"])
                 if "window" in reps:  # the run's own window (the smaller ones: window_replicates)
@@ -623,8 +720,14 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
         labels.append(info)
     comparison = pd.DataFrame(rows)
     ranked = comparison["summary"] != "decay_length"
-    key = np.where(comparison["status"] == "not_reached", np.inf, comparison["value"].astype(float))
-    bounded = ~(comparison["summary"].isin(_UNBOUNDED) & (comparison["status"] == "not_reached"))
+    # not reached ranks first (beyond the window), except an integral scale: by its lower bound where an exact
+    # label has one (its worst place by value: the verdicts' rank range says how much higher it may lie), else not
+    unbounded = comparison["summary"].isin(_UNBOUNDED) & (comparison["status"] == "not_reached")
+    bound = pd.Series([bounds.get(k, math.nan) for k in zip(comparison["label"], comparison["summary"])],
+                      index=comparison.index, dtype=float)
+    key = np.where(comparison["status"] == "not_reached", np.where(unbounded, bound, np.inf),
+                   comparison["value"].astype(float))
+    bounded = ~unbounded | bound.notna()
     key = pd.Series(np.where(comparison["status"].isin(["ok", "not_reached"]) & ranked & bounded, key, np.nan),
                     index=comparison.index)
     comparison.insert(5, "rank", key.groupby([comparison["summary"], comparison["max_distance"],
