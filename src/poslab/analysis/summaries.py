@@ -731,7 +731,9 @@ def profile_summaries(distance, similarity, *, thresholds=DEFAULT_THRESHOLDS, se
             reasons.append(("it ends at the zero crossing, which is ill-conditioned: " if name == "integral_scale" else "")
                            + f"S comes back above the level {arrays.recrossings[0, j]} time(s) after its first "
                            f"crossing, and a change of ±{CONDITIONING_DELTA:g} in the level moves that crossing "
-                           f"from {arrays.crossing_low[0, j]:.1f} to {arrays.crossing_high[0, j]:.1f}")
+                           f"from {arrays.crossing_low[0, j]:.1f} to "
+                           + (f"{arrays.crossing_high[0, j]:.1f}" if np.isfinite(arrays.crossing_high[0, j]) else
+                              "beyond the window"))
         else:
             reasons.append("")
     return ProfileSummaries(

@@ -90,6 +90,9 @@ WINDOW_SENSITIVITY = Table(
                "own window: summary.csv; exact runs: none; high end empty: beyond the window)", interval=True),
         Column("status", "str", "", "ok, not_reached, undefined, within_noise or the profile's degenerate status"),
         Column("ill_conditioned", "bool", "", "the crossing is ill-conditioned at this window (summaries.csv)"),
+        Column("lower_bound", "float", "positions", "integral_scale not_reached at this window on an exact profile: "
+               "the integral of S(k) / S(0) up to this window, a lower bound of the integral scale (summaries.csv "
+               "lower_bound); empty otherwise"),
     ),
     keys="short",
 )
@@ -256,7 +259,8 @@ class WindowSensitivity(Stage):
             frames.append(pd.DataFrame({
                 "fraction": w.fraction, "window_positions": w.n_positions, "window": w.max_distance,
                 "summary": list(s.names), "value": s.values, "value_ci_low": low, "value_ci_high": high,
-                "status": list(s.status), "ill_conditioned": s.ill_conditioned}))
+                "status": list(s.status), "ill_conditioned": s.ill_conditioned,
+                "lower_bound": s.lower_bound if s.lower_bound is not None else np.full(len(s.names), np.nan)}))
         frame = pd.concat(frames, ignore_index=True)
         return Output(summary={"window_dependent": ";".join(window_dependent(_with_own_intervals(frame, ctx)))},
                       tables={"window_sensitivity": frame})

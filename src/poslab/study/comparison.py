@@ -336,7 +336,7 @@ def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float,
     why no sign is known there.
 
     A summary ``not_reached`` lies beyond the window, so it is the larger; not an integral scale, which integrates S
-    up to a zero crossing beyond the window: it is larger than its lower bound (an exact label's, at its own window,
+    up to a zero crossing beyond the window: it is larger than its lower bound (an exact label's at that window,
     :func:`_bound_at`) and so larger than the other label's value only when the other's upper end (its range's or
     interval's at ``w``: :func:`_interval_at`; its value where it has none) lies below that bound. Otherwise it may
     lie either side: no sign."""
@@ -351,8 +351,7 @@ def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float,
         bound = _bound_at(r, name, w)
         if bound is None:
             why = ("none for a sampled label: a bound estimated with noise is no bound" if not r["exact"] else
-                   f"recorded at its own window {r['max_distance']} only" if w != r["max_distance"] else
-                   "summaries.csv lower_bound is empty")
+                   "none recorded: lower_bound is empty")
             return None, (f"{r['label']}'s integral scale has its zero crossing beyond window {w} and no lower bound "
                           f"there ({why}), so it may lie either side of {o['label']}'s {vo:g}")
         io = _interval_at(o, name, w, vo, so)
@@ -361,18 +360,20 @@ def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float,
             return sign, ""
         end = "" if upper == vo else " (the upper end of its interval open above)" if math.isinf(upper) \
             else f" (up to {upper:g}, the upper end of its {'range' if o['exact'] else 'interval'})"
-        return None, (f"{r['label']}'s integral scale, beyond its lower bound {bound:.4g} (the integral up to window "
+        return None, (f"{r['label']}'s integral scale, beyond its lower bound {bound:g} (the integral up to window "
                       f"{w}), may lie either side of {o['label']}'s {vo:g}{end}: the bound does not settle it")
     return (1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))), ""
 
 
 def _bound_at(label: dict, name: str, window: int) -> float | None:
-    """An exact label's lower bound of its integral scale ``not_reached`` at a window (summaries.csv
-    ``lower_bound``: the integral of S / S(0) up to its own window), or None: none recorded (a sampled label, another
-    summary, or a smaller nested window, where window_sensitivity.csv records no bound)."""
-    if name not in _UNBOUNDED or not label["exact"] or window != label["max_distance"]:
+    """An exact label's lower bound of its integral scale ``not_reached`` at a window (``lower_bound`` of
+    window_sensitivity.csv at that window, or of summaries.csv at its own: the integral of S / S(0) up to the
+    window), or None: none recorded (a sampled label, another summary, results written before the column)."""
+    if name not in _UNBOUNDED or not label["exact"]:
         return None
-    bound = label.get("lower_bound", {}).get(name)
+    bound = label.get("window_bounds", {}).get(window, {}).get(name)
+    if bound is None and window == label["max_distance"]:
+        bound = label.get("lower_bound", {}).get(name)
     return float(bound) if bound is not None and np.isfinite(bound) else None
 
 
@@ -415,13 +416,21 @@ def _conditioning_note(a: dict, b: dict, name: str, out: dict) -> str:
     ill-conditioned crossings over overlap (the only uncertainty an exact label has)."""
     if not (a["exact"] and b["exact"]) or not (np.isfinite(out["difference"]) and out["difference"] != 0):
         return ""
-    ranges = [f"{r['label']}'s over {low:g}-{high:g}" for r in (a, b)
+    ranges = [f"{r['label']}'s over {_range_text(low, high)}" for r in (a, b)
               if (rng := r.get("conditioning", {}).get(name)) is not None for low, high in [rng]]
     if not ranges:
         return ""
     overlap = "and these overlap" if len(ranges) == 2 else "which holds the other's value"
+    what = ("integral scales ending at ill-conditioned zero crossings: the range bounds the integral up to the "
+            "crossings of ±0.02, README" if name in _UNBOUNDED else "ill-conditioned crossings")
     return ("; both are exact and differ, but a change of ±0.02 in the level moves " + " and ".join(ranges)
-            + f" (ill-conditioned crossings), {overlap}")
+            + f" ({what}), {overlap}")
+
+
+def _range_text(low: float, high: float) -> str:
+    if not (np.isfinite(low) or np.isfinite(high)):
+        return "an unknown range (S / S(0) is not bounded by 1 on its kernel's scale)"
+    return f"{low:g}-" + (f"{high:g}" if np.isfinite(high) else "beyond the window")
 
 
 def _ripple_note(a: dict, b: dict) -> str:
@@ -444,7 +453,7 @@ def _show(value, status, window, name=None, bound=None) -> str:
     scale beyond the window ``> B (integral up to W)`` with an exact label's lower bound B, else ``crossing > W``."""
     if status == "not_reached":
         if name in _UNBOUNDED:
-            return f"> {bound:.4g} (integral up to {window})" if bound is not None else f"crossing > {window}"
+            return f"> {bound:g} (integral up to {window})" if bound is not None else f"crossing > {window}"
         return f"> {window}"
     return "noise" if status == "within_noise" else f"{value:g}"
 
@@ -478,6 +487,30 @@ def _interval_at(label: dict, name: str, window: int, value: float, status: str)
     return low, high if np.isfinite(high) else math.inf
 
 
+def _conditioning_range(row, kernel: str) -> tuple[float, float]:
+    """The range a ±0.02 change of the level moves an exact label's ill-conditioned summary over (a summaries.csv
+    row with ``ill_conditioned``; module docstring).
+
+    A crossing: its first distances below the level + 0.02 and - 0.02, ⌈crossing_low⌉ .. ⌈crossing_high⌉ (the
+    band widths' integer convention); the upper end +inf when the level - 0.02 is not crossed within the window
+    (crossing_high empty). An integral scale I = ∫₀^z S / S(0) takes the conditioning of its zero crossing z
+    (``crossing``; z₋ = crossing_low, z₊ = crossing_high): the level's change moves the end of the integral to z₋ or
+    z₊, and since S ≥ 0 on [0, z], S ≥ -0.02 on [z, z₊] and |S(k)| ≤ S(0) = 1 on the cosine scale
+    (Cauchy-Schwarz), I(z₋) ∈ [max(0, I - (z - z₋)), I] and I(z₊) ∈ [I - 0.02 (z₊ - z), I + (z₊ - z)], so
+    the range is [min(max(0, I - (z - z₋)), I - 0.02 (z₊ - z)), I + (z₊ - z)], not z₋ .. z₊ (distances, which are
+    no values of the integral: phi-3.5's 628 would lie outside its "range" 1573-2284). On another kernel scale
+    S(k) / S(0) is not bounded by 1: the range is unknown, (-inf, inf)."""
+    low, high = float(row.crossing_low), _number(row.crossing_high)
+    if row.summary not in _UNBOUNDED:
+        return math.ceil(low), math.ceil(high) if np.isfinite(high) else math.inf
+    if kernel != "cosine":
+        return -math.inf, math.inf
+    value, z = float(row.value), float(row.crossing)
+    if not np.isfinite(high):
+        return min(max(0.0, value - (z - low)), value), math.inf
+    return min(max(0.0, value - (z - low)), value - CONDITIONING_DELTA * (high - z)), value + (high - z)
+
+
 def _window_bootstrap(windows: pd.DataFrame | None, boot: pd.DataFrame | None, seed, own: int) -> tuple[dict, dict]:
     """One run's intervals ({window: {summary: (low, high)}}, from window_sensitivity.csv) and replicates
     ({window: {summary: ndarray}}, from bootstrap.csv) at its smaller windows."""
@@ -495,6 +528,15 @@ def _window_bootstrap(windows: pd.DataFrame | None, boot: pd.DataFrame | None, s
             replicates[int(window)] = {name: _beyond(rows[name]) for name in rows.columns
                                        if name in intervals.get(int(window), {})}
     return intervals, replicates
+
+
+def _window_bounds(frame: pd.DataFrame | None, seed) -> dict:
+    """{window: {summary: lower_bound}} of one exact run's window_sensitivity rows that have one."""
+    if frame is None or not len(frame) or "lower_bound" not in frame:
+        return {}
+    mine = _of_seed(frame, seed)
+    mine = mine[mine["lower_bound"].notna()]
+    return {int(w): dict(zip(rows["summary"], rows["lower_bound"].astype(float))) for w, rows in mine.groupby("window")}
 
 
 def _beyond(column: pd.Series) -> np.ndarray:
@@ -681,8 +723,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             if mine is not None and len(mine):
                 for r in mine.itertuples(index=False):
                     statuses[r.summary] = r.status
-                    if bool(r.ill_conditioned) and np.isfinite(r.crossing_low) and np.isfinite(r.crossing_high):
-                        info["conditioning"][r.summary] = (math.ceil(r.crossing_low), math.ceil(r.crossing_high))
+                    if bool(r.ill_conditioned) and np.isfinite(r.crossing_low):
+                        info["conditioning"][r.summary] = _conditioning_range(r, base["kernel"])
                     if not info["exact"]:  # the ±0.02 range of a crossing beyond the window, the integral's bound:
                         continue  # an exact label's (a sampled one's intervals cover both)
                     if r.summary not in _UNBOUNDED and np.isfinite(r.crossing_low):
@@ -696,6 +738,8 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                     reps = reps[reps["window"] == int(run["max_distance"])]
                 reps = reps.sort_values("resample")
                 info["replicates"] = {name: _beyond(reps[name]) for name in names if name in reps}
+            if info["exact"]:
+                info["window_bounds"] = _window_bounds(windows.get(label), run["seed"])
             info["window_intervals"], info["window_replicates"] = _window_bootstrap(
                 windows.get(label), boot.get(label), run["seed"], int(run["max_distance"]))
             fits = _run_fits(metrics.get(label), run["seed"])
