@@ -133,3 +133,89 @@ def test_an_integral_scale_ending_at_an_ill_conditioned_zero_crossing_says_so():
     assert s.reason[i].startswith("it ends at the zero crossing, which is ill-conditioned: ")
     assert s.reason[i].endswith(s.reason[z]) and not s.reason[z].startswith("it ends")
     assert s["integral_scale"] == pytest.approx(517 - 0.16 * (518 * math.log(518) - 517), rel=1e-2)  # ~82, not ~517
+
+
+def _brute_crossing(k, y, level):
+    """The first distance below ``level``, interpolated linearly from the point before it (a plain loop)."""
+    for i in range(len(y)):
+        if y[i] < level:
+            if i == 0:
+                return float(k[0])
+            return float(k[i - 1] + (y[i - 1] - level) / (y[i - 1] - y[i]) * (k[i] - k[i - 1]))
+    return math.nan
+
+
+@pytest.mark.parametrize("tau", [150.0, 282.4])
+def test_a_crossing_not_reached_keeps_where_s_falls_below_the_level_plus_delta(tau):
+    """S = 0.5 + 0.5 exp(-k / tau) never falls below 0.5: the 0.5 band width is not reached, but S falls below
+    0.52 inside the window (at tau ln 25: 909 for tau = 282.4), and crossing_low records it (the brute-force scan,
+    interpolated as for a reached crossing); crossing_high stays empty (S never falls below 0.48)."""
+    y = 0.5 + 0.5 * np.exp(-K / tau)
+    s = profile_summaries(K, y, thresholds=[0.9, 0.5])
+    j = s.names.index("band_width_0p5")
+    assert s.status_of("band_width_0p5") == "not_reached" and math.isnan(s.values[j])
+    want = _brute_crossing(K, y, 0.52)
+    assert want == pytest.approx(tau * math.log(25), abs=1.0)
+    assert s.crossing_low[j] == pytest.approx(want, abs=1e-9)
+    assert math.isnan(s.crossing_high[j]) and not s.ill_conditioned[j]
+    assert f"at {want:.1f} (crossing_low" in s.reason[j]
+    frame = s.to_frame().set_index("summary")
+    assert frame.loc["band_width_0p5", "crossing_low"] == pytest.approx(want, abs=1e-9)
+    assert math.isnan(frame.loc["band_width_0p5", "lower_bound"])  # a crossing has no lower_bound
+    # a reached crossing keeps the same interpolation
+    j9 = s.names.index("band_width_0p9")
+    assert s.crossing_low[j9] == pytest.approx(_brute_crossing(K, y, 0.92), abs=1e-9)
+    assert s.crossing_high[j9] == pytest.approx(_brute_crossing(K, y, 0.88), abs=1e-9)
+
+
+def test_a_crossing_not_reached_that_never_comes_near_the_level_has_no_crossing_low():
+    y = 0.5 + 0.5 * np.exp(-K / 400.0)  # below 0.52 only from 400 ln 25 = 1288, beyond the window
+    s = profile_summaries(K, y, thresholds=[0.5])
+    j = s.names.index("band_width_0p5")
+    assert s.status_of("band_width_0p5") == "not_reached"
+    assert math.isnan(s.crossing_low[j]) and math.isnan(s.crossing_high[j])
+    assert "crossing_low" not in s.reason[j]
+
+
+def _two_cosines(k):
+    """(cos(0.001 k) + cos(0.002 k)) / 2 = cos(0.0015 k) cos(0.0005 k): an exact cosine sum whose first zero is
+    pi / 0.003 = 1047.2 (the first factor's)."""
+    return 0.5 * (np.cos(0.001 * k) + np.cos(0.002 * k))
+
+
+def test_the_lower_bound_of_an_unreached_integral_scale_is_the_integral_up_to_the_window():
+    """Analysed up to 1023 the cosine sum does not cross 0 (its zero is at 1047.2): the integral scale is
+    not_reached with lower_bound the trapezoidal integral of S / S(0) up to 1023 (a direct sum); analysed up to
+    2047 it crosses at 1048 and its integral scale lies above that bound by the integral from 1023 to the zero."""
+    k = np.arange(2048, dtype=float)
+    y = _two_cosines(k)
+    short = profile_summaries(k[:1024], y[:1024], thresholds=[0.5])
+    long = profile_summaries(k, y, thresholds=[0.5])
+    ic = short.names.index("integral_scale")
+    assert short.status_of("integral_scale") == "not_reached" and math.isnan(short["integral_scale"])
+    direct = sum(0.5 * (y[i] + y[i + 1]) for i in range(1023)) / y[0]  # trapezoids of S / S(0), a plain loop
+    assert short.lower_bound[ic] == pytest.approx(direct, rel=1e-12)
+    assert short.lower_bound[ic] == pytest.approx(np.trapezoid(y[:1024] / y[0], k[:1024]), rel=1e-12)
+    assert long.status_of("zero_crossing") == "ok" and long["zero_crossing"] == 1048
+    assert long.crossing[long.names.index("zero_crossing")] == pytest.approx(math.pi / 0.003, abs=0.01)
+    assert long["integral_scale"] > short.lower_bound[ic]
+    # the difference is the integral from 1023 to the zero crossing (S > 0 there), by the same trapezoids
+    z = long.crossing[ic]
+    rest = sum(0.5 * (y[i] + y[i + 1]) for i in range(1023, 1047)) + 0.5 * (z - 1047) * y[1047]
+    assert long["integral_scale"] - short.lower_bound[ic] == pytest.approx(rest, rel=1e-9)
+    assert math.isnan(long.lower_bound[ic])  # reached: a value, no bound
+    assert "at least" in short.reason[ic] and "lower_bound" in short.reason[ic]
+    assert short.to_frame().set_index("summary").loc["integral_scale", "lower_bound"] == short.lower_bound[ic]
+
+
+def test_a_noisy_profile_gets_no_lower_bound():
+    """A bound estimated from a noisy profile is no bound (its tail may stay above 0 by noise alone): a sampled
+    profile (noise_se given) records none; the same values without noise_se (exact) do."""
+    k = np.arange(512, dtype=float)
+    y = _two_cosines(k)
+    se = np.full(k.size, 0.01)
+    noisy = profile_summaries(k, y, thresholds=[0.5], noise_se=se, n_pairs=np.full(k.size, 100.0))
+    exact = profile_summaries(k, y, thresholds=[0.5])
+    ic = exact.names.index("integral_scale")
+    assert noisy.status_of("integral_scale") == exact.status_of("integral_scale") == "not_reached"
+    assert math.isnan(noisy.lower_bound[ic]) and np.isfinite(exact.lower_bound[ic])

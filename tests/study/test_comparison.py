@@ -1,5 +1,7 @@
 """Cross-run comparison, per-run intervals and properties in a small study with known truth."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -251,3 +253,117 @@ def test_first_minimum_of_an_exact_cosine_sum_is_called_a_ripple(tmp_path):
     assert "sinusoidal's first minimum is a dip of an exact cosine sum (it rises back 0.053)" in row["reason"]
     assert "rises back 0.062" in row["reason"] and "a ripple, not a length scale" in row["reason"]
     assert "ripple" not in result.comparison_pairs.set_index("summary").loc["band_width_0p5", "reason"]
+
+
+# --- exact labels: a crossing beyond the window, an unreached integral scale (constructed exact profiles) ---
+
+def _exact_tables(profiles: dict, thresholds=(0.9, 0.5)):
+    """The summary and summaries tables compare_runs reads, for exact profiles {label: S over 0..max_distance}
+    summarised as a run summarises them (poslab.analysis.summaries.profile_summaries, ci_method exact)."""
+    from poslab.analysis.summaries import profile_summaries
+    from poslab.study import parse_study
+
+    summary, summaries = [], []
+    for label, y in profiles.items():
+        k = np.arange(len(y), dtype=float)
+        s = profile_summaries(k, y, thresholds=thresholds)
+        summary.append({"study": "exact", "label": label, "kind": "kernel", "seed": np.nan, "status": "ok",
+                        "max_distance": len(y) - 1, "ci_method": "exact", "kernel": "cosine",
+                        **{name: s.values[j] for j, name in enumerate(s.names)}})
+        summaries.append(s.to_frame().assign(label=label, seed=np.nan))
+    spec = parse_study({"name": "exact", "n_positions": 1024, "dim": 64,
+                        "analysis": {"thresholds": list(thresholds)}, "encodings": [{"kind": "sinusoidal"}]})
+    return {"summary": pd.DataFrame(summary), "summaries": pd.concat(summaries, ignore_index=True)}, spec
+
+
+def _pair(pairs, a, b, summary):
+    return pairs.set_index(["label", "other_label", "summary"]).loc[(a, b, summary)]
+
+
+def test_a_crossing_beyond_the_window_that_a_level_change_brings_back_is_not_distinguishable():
+    """QA (stop 27): an exact label's 0.5 band width "> 1023" against another's well-conditioned 996 was "longer",
+    yet S falls below 0.52 at 909 inside the window (a brute-force scan), below 996: a ±0.02 change of the level,
+    the only uncertainty an exact label has, reverses it. Its range is (909, inf): not distinguishable, naming it.
+    A profile that stays above 0.52 over the whole window keeps "longer"."""
+    k = np.arange(1024, dtype=float)
+    near = 0.5 + 0.5 * np.exp(-k * math.log(25) / 908.5)  # never below 0.5, below 0.52 from 909
+    far = 0.5 + 0.5 * np.exp(-k / 400.0)  # below 0.52 only from 1288, beyond the window
+    b = np.exp(-k * math.log(2) / 995.5)  # 0.5 crossed at 996, monotone: well-conditioned
+    assert int(np.argmax(near < 0.52)) == 909 and not (near < 0.5).any() and not (far < 0.52).any()
+    assert int(np.argmax(b < 0.5)) == 996
+    tables, spec = _exact_tables({"near": near, "far": far, "b": b})
+    pairs = compare_runs(tables, spec)["comparison_pairs"]
+    row = _pair(pairs, "near", "b", "band_width_0p5")
+    assert row["verdict"] == "not distinguishable" and not row["exceeds_uncertainty"], row["reason"]
+    assert "1023: > 1023 vs 996" in row["reason"]
+    assert "near's crossing lies beyond window 1023, but a change of +0.02 in the level brings it back to 909 " \
+           "(crossing_low), so its range, 909 to beyond the window, meets b's 996" in row["reason"]
+    assert _pair(pairs, "far", "b", "band_width_0p5")["verdict"] == "longer"
+    # the rule before (no crossing_low read: the range (W + 1, inf)) gave "longer"
+    old = tables | {"summaries": tables["summaries"].assign(crossing_low=np.where(
+        tables["summaries"]["status"] == "not_reached", np.nan, tables["summaries"]["crossing_low"]))}
+    assert _pair(compare_runs(old, spec)["comparison_pairs"], "near", "b", "band_width_0p5")["verdict"] == "longer"
+
+
+def test_an_unreached_integral_scale_is_longer_than_values_below_its_lower_bound_and_ranked_by_it():
+    """The cosine sum (cos(0.001 k) + cos(0.002 k)) / 2 crosses 0 at 1047.2, beyond the window 1023: its integral
+    scale is no number, but S >= 0 up to the window, so it exceeds the integral up to 1023, 649.1 (lower_bound).
+    Against exact integral scales of 101.2 and 610.9 it is longer; against 720 (1 - (k/900)^4) the bound does not
+    settle it (no sign, saying so). Ranked by its bound: 720 first, then it (best 1: nothing is established
+    above it), then 610.9 and 101.2, whose places are established."""
+    k = np.arange(1024, dtype=float)
+    profiles = {"cosines": 0.5 * (np.cos(0.001 * k) + np.cos(0.002 * k)),
+                "short": np.exp(-k / 300.0) * np.cos(np.pi * k / 400.0),
+                "middle": 0.5 * (np.cos(0.0011 * k) + np.cos(0.0021 * k)),
+                "long": 1.0 - (k / 900.0) ** 4}
+    tables, spec = _exact_tables(profiles)
+    result = compare_runs(tables, spec)
+    pairs, comparison = result["comparison_pairs"], result["comparison"]
+    bound = tables["summaries"].set_index(["label", "summary"]).loc[("cosines", "integral_scale"), "lower_bound"]
+    assert bound == pytest.approx(np.trapezoid(profiles["cosines"] / profiles["cosines"][0], k), rel=1e-12)
+    for other in ("short", "middle"):
+        row = _pair(pairs, "cosines", other, "integral_scale")
+        assert row["verdict"] == "longer" and row["exceeds_uncertainty"], row["reason"]
+        assert f"1023: > {bound:g} (integral up to 1023) vs" in row["reason"]
+    row = _pair(pairs, "cosines", "long", "integral_scale")
+    assert row["verdict"] == "not comparable", row["reason"]
+    assert f"cosines's integral scale, beyond its lower bound {bound:g} (the integral up to window 1023), may lie " \
+           "either side of long's 720" in row["reason"]
+    rows = _rows(comparison, "integral_scale")
+    assert np.isnan(rows.loc["cosines", "value"]) and rows.loc["cosines", "status"] == "not_reached"
+    ranks = {label: tuple(int(rows.loc[label, c]) for c in ("rank", "rank_best", "rank_worst")) for label in profiles}
+    assert ranks == {"long": (1, 1, 2), "cosines": (2, 1, 2), "middle": (3, 3, 3), "short": (4, 4, 4)}
+
+
+def _integral_to(k, y, level):
+    """Brute force: the integral of S / S(0) (piecewise linear) from 0 to S's first crossing of ``level``."""
+    total = 0.0
+    for i in range(1, len(y)):
+        if y[i] < level:
+            z = k[i - 1] + (y[i - 1] - level) / (y[i - 1] - y[i])
+            return (total + 0.5 * (z - k[i - 1]) * (y[i - 1] + level)) / y[0]
+        total += 0.5 * (y[i - 1] + y[i])
+    return math.nan
+
+
+@pytest.mark.parametrize("amplitude, period", [(0.03, 97), (0.025, 61), (0.03, 200)])
+def test_an_ill_conditioned_integral_scale_has_the_range_of_the_integral_not_of_its_zero_crossing(amplitude, period):
+    """An integral scale ending at an ill-conditioned zero crossing (S ripples around 0 after a decay) was given
+    the zero crossing's range of distances (phi-3.5's 628 'over 1573-2284'). Its range now encloses the integral up
+    to the crossings of ±0.02 (brute force) and the value itself, and lies far below those distances."""
+    from poslab.study.comparison import _conditioning_range
+
+    k = np.arange(1024, dtype=float)
+    y = 0.9 * np.exp(-k / 100) + 0.1 + amplitude * np.cos(2 * np.pi * k / period) - 0.1 * np.minimum(k / 600, 1)
+    y[0] = 1.0
+    tables, _ = _exact_tables({"ripples": y})
+    summaries = tables["summaries"]
+    row = next(summaries[summaries["summary"] == "integral_scale"].itertuples(index=False))
+    assert row.ill_conditioned
+    low, high = _conditioning_range(row, "cosine")
+    assert row.value == pytest.approx(_integral_to(k, y, 0.0), rel=1e-9)
+    for level in (0.02, -0.02):
+        assert low <= _integral_to(k, y, level) <= high
+    assert low <= row.value <= high < row.crossing_low  # an integral, not a distance
+    # on another kernel scale |S / S(0)| <= 1 does not hold: the range is unknown
+    assert _conditioning_range(row, "attention_prior") == (-math.inf, math.inf)
