@@ -16,8 +16,10 @@ COMPARISON = Table(
                required=True),
         Column("rank", "Int64", "", "1 = the largest value (similarity reaching farthest) among the labels analysed "
                "up to the same max_distance on the same kernel scale (its rank group); a summary not reached within the "
-               "window ranks first (it is larger), except an integral scale, whose value may lie below the window "
-               "(not ranked); empty: no value (degenerate profile, undefined) and for decay_length"),
+               "window ranks first (it is larger), except an integral scale, whose value may lie below the window: an "
+               "exact label's ranks by its lower bound (summaries.csv lower_bound, the integral up to the window), "
+               "a sampled label's is not ranked; empty: no value (degenerate profile, undefined) and for "
+               "decay_length"),
         Column("rank_best", "Int64", "", "the best rank the verdicts (comparison_pairs.csv) allow: 1 + the labels of "
                "its rank group (the ranked labels of the same summary, max_distance and kernel) established as "
                "longer than this one; labels not distinguishable, window-dependent or not comparable may lie "

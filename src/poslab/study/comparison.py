@@ -40,13 +40,34 @@ of its window (``window_sensitivity.csv``), so runs analysed over different
 windows (a 256-position table against 1024-position ones) meet at the
 windows they share instead of being refused. At each common window the
 difference has a sign (a summary ``not_reached`` lies beyond the window,
-so it is the larger; not an integral scale, which integrates S up to a zero
-crossing beyond the window and need not be larger: no sign, and no rank) and,
-where both labels have an interval there, an uncertainty:
+so it is the larger) and, where both labels have an interval there, an
+uncertainty. An integral scale ``not_reached`` is different: it integrates S
+up to a zero crossing beyond the window, which need not make it larger than
+the window or than another label's value. S ≥ 0 over the whole window then,
+so for an exact label the integral up to the window (``lower_bound`` of
+summaries.csv, and of window_sensitivity.csv at its smaller windows) is a
+lower bound of it: it is the larger when the other label's upper end (its
+range's or interval's at that window, its value where it has none) lies
+below that bound, has no sign otherwise, and ranks by its bound. A sampled
+label's has no sign (a bound estimated with noise is no bound: its tail
+may stay above 0 by noise alone). The uncertainties:
 
-* an exact label (``ci_method = exact``) has none at any window, except an
-  ill-conditioned crossing, which is uncertain by the range a ±0.02 change
-  of its level moves it over (``crossing_low`` .. ``crossing_high``);
+* an exact label (``ci_method = exact``) has none at any window, except the
+  range a ±0.02 change of the level moves a summary over, where that
+  change matters: an ill-conditioned crossing's ``crossing_low`` ..
+  ``crossing_high`` (as distances, ⌈·⌉; open above when the level − 0.02 is
+  not crossed within the window); a crossing ``not_reached`` whose level
+  + 0.02 is crossed inside the window, (``crossing_low``, ∞) (the first
+  distance below the level + 0.02; at a smaller window too, where the exact
+  profile is the same, truncated; else (W + 1, ∞)): "> W" alone would call
+  it longer than a value the level's change puts it below (QA: "> 1023"
+  against 996 was ``longer`` while S falls below the level + 0.02 at 909);
+  an integral scale ending at an ill-conditioned zero crossing, the range
+  of the integral up to the zero crossings of ±0.02, bounded from the
+  zero crossing's z₋ ≤ z ≤ z₊ by S ≥ 0 before z, S ≥ −0.02 up to z₊ and
+  |S| ≤ S(0) = 1 on the cosine scale: [min(max(0, I − (z − z₋)),
+  I − 0.02 (z₊ − z)), I + (z₊ − z)] (z₋ .. z₊ themselves are distances, no
+  values of the integral); on another kernel scale unknown;
 * an estimated single run has its interval at its own window (summary.csv)
   and at each smaller nested window (``window_sensitivity.csv``: the
   anchor-block bootstrap of that window); a label with seeds at its own
@@ -62,9 +83,10 @@ where both labels have an interval there, an uncertainty:
 A summary ``within_noise`` at a window (the profile falls to the level but
 not significantly below it, :mod:`poslab.analysis.summaries`) gives no sign
 there (it may lie anywhere from its first crossing to beyond the window),
-as two summaries both beyond the window do: the verdict rests on the other
-common windows (``noise`` in ``reason``), and is ``not comparable`` if none
-is left.
+as two summaries both beyond the window do, and an integral scale beyond
+the window whose bound does not settle it (or that has none): the verdict
+rests on the other common windows (``noise`` in ``reason``), and is ``not
+comparable`` if none is left, its ``reason`` naming the case at each window.
 
 The difference counts (``longer`` / ``shorter``) only if it exceeds its
 uncertainty at every common window where the uncertainty is known (at
@@ -72,11 +94,12 @@ least one) and keeps its sign at every common window; a sign that changes, or
 a difference that exceeds its uncertainty at one window and not at another,
 is ``window-dependent``. Two exact labels are judged at their largest common
 window alone: their profiles do not depend on the window, so a smaller
-window only truncates them and sees less (a crossing ``not_reached`` there
-has no ±0.02 range, and its range at the larger window may reach back into
-the smaller one: judged at every window, such pairs came out
-``window-dependent`` with one sign throughout). A ``not distinguishable``
-between two different exact values says which ranges overlap.
+window only truncates them and sees less (judged at every window, such
+pairs came out ``window-dependent`` with one sign throughout, when a
+crossing ``not_reached`` at the smaller window had no ±0.02 range there).
+A ``not distinguishable`` between two different exact values says which
+ranges overlap, and one with a crossing beyond the window names the range
+its level + 0.02 brings it back to.
 """
 
 from __future__ import annotations
@@ -103,7 +126,8 @@ __all__ = ["compare_runs", "summary_verdict", "seed_bootstrap"]
 
 _INTEGER = ("integral_scale",)  # the summaries that are not integer distances
 #: Summaries not bounded below by the window when not reached there: an integral scale integrates S up to a zero
-#: crossing beyond the window, which may still be a value below the window (or below another label's value).
+#: crossing beyond the window, which may still be a value below the window (or below another label's value); an
+#: exact label's is bounded below by its integral up to the window (``lower_bound``), a sampled label's not at all.
 _UNBOUNDED = ("integral_scale",)
 
 
@@ -811,7 +835,9 @@ def _rank_range(comparison: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.Serie
     established as ``longer`` than it, its worst the group's size - the labels it is established as ``longer``
     than; the other labels of the group (``not distinguishable``, ``window-dependent``, ``not comparable``) may
     lie on either side. The rank by value lies in between (a ``longer`` verdict implies the larger value at the
-    common largest window, which is the group's own). A label alone in its group has none."""
+    common largest window, which is the group's own; an unreached integral scale ranks by its lower bound, and is
+    established longer than a label only when that label's value lies below the bound, never shorter than one). A
+    label alone in its group has none."""
     over = {}  # (summary, label) -> labels established as longer than it
     under = {}  # (summary, label) -> labels it is established as longer than
     for r in pairs[pairs["verdict"].isin(["longer", "shorter"])].itertuples(index=False):
