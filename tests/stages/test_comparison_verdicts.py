@@ -16,13 +16,16 @@ NAN = math.nan
 S = "band_width_0p5"
 
 
-def _label(name, windows, *, own=None, exact=False, interval=(NAN, NAN), conditioning=None, replicates=None):
-    """A label's summary S at each window: {window: value or "not_reached" or another status}."""
+def _label(name, windows, *, own=None, exact=False, interval=(NAN, NAN), conditioning=None, replicates=None,
+           crossing_low=None):
+    """A label's summary S at each window: {window: value or "not_reached" or another status}; ``crossing_low``:
+    an exact label's first distance below the level + 0.02 (summaries.csv, ⌈crossing_low⌉)."""
     rows = {}
     for w, v in windows.items():
         rows[w] = {S: (v, "ok")} if isinstance(v, (int, float)) else {S: (NAN, v)}
     out = {"label": name, "windows": rows, "max_distance": own or max(windows), "exact": exact,
-           "interval": {S: interval}, "conditioning": conditioning or {}, "replicates": {}}
+           "interval": {S: interval}, "conditioning": conditioning or {}, "replicates": {},
+           "crossing_low": {S: crossing_low} if crossing_low is not None else {}}
     if replicates is not None:
         out["replicates"][S] = np.asarray(replicates, dtype=float)
     return out
@@ -57,6 +60,21 @@ CASES = [
     ("longer", "exceeds its uncertainty at window(s) 4095",
      _label("gemma", {1023: "not_reached", 2047: "not_reached", 4095: "not_reached"}, exact=True),
      _label("qwen", {1023: "not_reached", 2047: 1643, 4095: 1643}, exact=True, conditioning={S: (1562, 2090)})),
+    # an exact crossing beyond the window whose level + 0.02 is crossed inside it (QA: "> 1023" against 996 while
+    # S falls below the level + 0.02 at 909): the range (909, inf) holds 996; one that stays above keeps "longer"
+    ("not distinguishable", "a's crossing lies beyond window 1023, but a change of +0.02 in the level brings it back "
+                            "to 909 (crossing_low), so its range, 909 to beyond the window, meets b's 996",
+     _label("a", {1023: "not_reached"}, exact=True, crossing_low=909), _label("b", {1023: 996}, exact=True)),
+    ("longer", "exceeds its uncertainty at window(s) 1023",
+     _label("a", {1023: "not_reached"}, exact=True), _label("b", {1023: 996}, exact=True)),
+    # ... at a smaller window too (an exact profile there is its truncation): against a sampled label's interval
+    # at its quarter window the range (200, inf) is not beyond (225, 235); at 1023, 300 is beyond (235, 245)
+    ("window-dependent", "exceeds its uncertainty at window(s) 1023 but not at 255",
+     _label("a", {255: "not_reached", 1023: 300}, exact=True, crossing_low=200),
+     _label("b", {255: 230, 1023: 240}, interval=(235, 245)) | {"window_intervals": {255: {S: (225, 235)}}}),
+    ("longer", "exceeds its uncertainty at window(s) 255, 1023",
+     _label("a", {255: "not_reached", 1023: 300}, exact=True, crossing_low=290),
+     _label("b", {255: 230, 1023: 240}, interval=(235, 245)) | {"window_intervals": {255: {S: (225, 235)}}}),
     # an ill-conditioned exact crossing is uncertain by its conditioning range
     ("not distinguishable", "within its uncertainty",
      _label("a", {511: 150, 1023: 150}, exact=True),
@@ -183,3 +201,43 @@ def test_an_integral_scale_beyond_the_window_has_no_sign():
         "of narrow's 372.5" in got["reason"]
     # two reached integral scales still compare
     assert summary_verdict(label("x", {1023: 400.0}), b, name)["verdict"] == "longer"
+
+
+def test_an_unreached_integral_scale_is_compared_by_its_lower_bound():
+    """An exact label's integral scale beyond the window exceeds its integral up to the window (lower_bound): it is
+    longer than a label whose upper end (interval, range, value) lies below that bound, else no sign, naming why;
+    a sampled label's unreached integral scale has no bound (estimated with noise) and no sign."""
+    name = "integral_scale"
+
+    def label(label, values, *, exact=True, **extra):
+        windows = {w: {name: (v, "ok") if isinstance(v, float) else (NAN, v)} for w, v in values.items()}
+        return {"label": label, "windows": windows, "max_distance": max(values), "exact": exact, "interval": {},
+                "conditioning": {}, "replicates": {}} | extra
+
+    wide = label("wide", {1023: "not_reached"}, lower_bound={name: 150.0})
+    got = summary_verdict(wide, label("gpt2", {1023: 100.0}, exact=False, interval={name: (90.0, 120.0)}), name)
+    assert got["verdict"] == "longer" and got["exceeds_uncertainty"], got
+    assert "1023: > 150 (integral up to 1023) vs 100" in got["reason"]
+    got = summary_verdict(label("gpt2", {1023: 100.0}, exact=False, interval={name: (90.0, 160.0)}), wide, name)
+    assert got["verdict"] == "not comparable", got
+    assert "wide's integral scale, beyond its lower bound 150 (the integral up to window 1023), may lie either side " \
+           "of gpt2's 100 (up to 160, the upper end of its interval): the bound does not settle it" in got["reason"]
+    # an exact label's ill-conditioned range: its upper end decides
+    got = summary_verdict(wide, label("rope", {1023: 100.0}, conditioning={name: (80.0, 170.0)}), name)
+    assert got["verdict"] == "not comparable" and "up to 170, the upper end of its range" in got["reason"], got
+    # at a smaller window the bound recorded there (window_sensitivity.csv) decides
+    nested = label("wide", {255: "not_reached", 1023: "not_reached"}, lower_bound={name: 150.0},
+                   window_bounds={255: {name: 60.0}, 1023: {name: 150.0}})
+    trained = label("trained", {255: 16.7}, exact=False, interval={name: (15.0, 19.0)})
+    got = summary_verdict(nested, trained, name)
+    assert got["verdict"] == "longer" and "255: > 60 (integral up to 255) vs 16.7" in got["reason"], got
+    # a sampled label's unreached integral scale: no bound, no sign
+    got = summary_verdict(label("noisy", {1023: "not_reached"}, exact=False), label("b", {1023: 10.0}), name)
+    assert got["verdict"] == "not comparable"
+    assert "noisy's integral scale has its zero crossing beyond window 1023 and no lower bound there (none for a " \
+           "sampled label: a bound estimated with noise is no bound)" in got["reason"]
+    # both beyond the window
+    got = summary_verdict(wide, label("other", {1023: "not_reached"}, lower_bound={name: 400.0}), name)
+    assert got["verdict"] == "not comparable"
+    assert "no sign at any common window: both zero crossings of the integral scales lie beyond window 1023" \
+        in got["reason"]
