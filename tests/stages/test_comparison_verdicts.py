@@ -83,8 +83,14 @@ CASES = [
     ("not comparable", "random is flat at window 255",
      _label("sin", {255: 55, 1023: 55}, exact=True), _label("random", {255: "flat", 1023: "flat"})),
     # both beyond every common window
-    ("not comparable", "no sign at any common window: both lie beyond window 255",
+    ("not comparable", "no sign at any common window: both lie beyond the window at window 255",
      _label("a", {255: "not_reached"}, exact=True), _label("b", {255: "not_reached"}, exact=True)),
+    # the case of each window, said once for the windows it holds at
+    ("not comparable", "no sign at any common window: both lie beyond the window at windows 255, 511",
+     _label("a", {255: "not_reached", 511: "not_reached"}), _label("b", {255: "not_reached", 511: "not_reached"})),
+    ("not comparable", "no sign at any common window: a is within the noise at window 255; both lie beyond the "
+                       "window at window 511",
+     _label("a", {255: "within_noise", 511: "not_reached"}), _label("b", {255: "not_reached", 511: "not_reached"})),
     # different windows meet at their common one (a 256-position run against a 1024-position run's quarter)
     ("not comparable", "gpt2 has none at window 255",
      _label("gpt2", {255: 74, 511: 89, 1023: 97}, interval=(92, 101)),
@@ -191,14 +197,15 @@ def test_an_integral_scale_beyond_the_window_has_no_sign():
     got = summary_verdict(a, b, name)
     assert got["verdict"] == "not comparable" and not got["exceeds_uncertainty"], got
     assert "crossing > 1023 vs 372.5" in got["reason"] and "wide's integral scale has its zero crossing beyond " \
-        "window 1023 and no lower bound there" in got["reason"]
+        "the window and no lower bound (none recorded: lower_bound is empty), so it may lie either side of narrow's " \
+        "372.5 at window 1023" in got["reason"]
     # with its lower bound (the integral up to the window: at 4096 positions it was 148.1, so the bound at 1023 lies
     # below that): no sign still, saying the bound does not settle it
     got = summary_verdict(a | {"lower_bound": {name: 140.0}}, b, name)
     assert got["verdict"] == "not comparable", got
     assert "1023: > 140 (integral up to 1023) vs 372.5" in got["reason"]
-    assert "wide's integral scale, beyond its lower bound 140 (the integral up to window 1023), may lie either side " \
-        "of narrow's 372.5" in got["reason"]
+    assert "wide's integral scale, beyond its lower bound 140 (the integral up to the window), may lie either side " \
+        "of narrow's 372.5: the bound does not settle it at window 1023" in got["reason"]
     # two reached integral scales still compare
     assert summary_verdict(label("x", {1023: 400.0}), b, name)["verdict"] == "longer"
 
@@ -220,8 +227,9 @@ def test_an_unreached_integral_scale_is_compared_by_its_lower_bound():
     assert "1023: > 150 (integral up to 1023) vs 100" in got["reason"]
     got = summary_verdict(label("gpt2", {1023: 100.0}, exact=False, interval={name: (90.0, 160.0)}), wide, name)
     assert got["verdict"] == "not comparable", got
-    assert "wide's integral scale, beyond its lower bound 150 (the integral up to window 1023), may lie either side " \
-           "of gpt2's 100 (up to 160, the upper end of its interval): the bound does not settle it" in got["reason"]
+    assert "wide's integral scale, beyond its lower bound 150 (the integral up to the window), may lie either side " \
+           "of gpt2's 100 (up to 160, the upper end of its interval): the bound does not settle it at window 1023" \
+        in got["reason"]
     # an exact label's ill-conditioned range: its upper end decides
     got = summary_verdict(wide, label("rope", {1023: 100.0}, conditioning={name: (80.0, 170.0)}), name)
     assert got["verdict"] == "not comparable" and "up to 170, the upper end of its range" in got["reason"], got
@@ -234,10 +242,11 @@ def test_an_unreached_integral_scale_is_compared_by_its_lower_bound():
     # a sampled label's unreached integral scale: no bound, no sign
     got = summary_verdict(label("noisy", {1023: "not_reached"}, exact=False), label("b", {1023: 10.0}), name)
     assert got["verdict"] == "not comparable"
-    assert "noisy's integral scale has its zero crossing beyond window 1023 and no lower bound there (none for a " \
+    assert "noisy's integral scale has its zero crossing beyond the window and no lower bound (none for a " \
            "sampled label: a bound estimated with noise is no bound)" in got["reason"]
     # both beyond the window
     got = summary_verdict(wide, label("other", {1023: "not_reached"}, lower_bound={name: 400.0}), name)
     assert got["verdict"] == "not comparable"
-    assert "no sign at any common window: both zero crossings of the integral scales lie beyond window 1023" \
+    assert "no sign at any common window: both zero crossings of the integral scales lie beyond the window at window " \
+        "1023" \
         in got["reason"]

@@ -320,9 +320,12 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         values += f"; both exact: judged at {last}, where both see the farthest"
     known = {w: sg for w, sg in signs.items() if sg is not None}
     if not known:
-        return out | {"verdict": "not comparable", "reason": "no sign at any common window: "
-                                                             + "; ".join(unsigned[w] for w in sorted(unsigned))
-                                                             + f" ({values})"}
+        cases = {}  # the same case at several windows, said once
+        for w in sorted(unsigned):
+            cases.setdefault(unsigned[w], []).append(str(w))
+        return out | {"verdict": "not comparable", "reason": "no sign at any common window: " + "; ".join(
+            f"{why} at window{'s' if len(ws) > 1 else ''} {', '.join(ws)}" for why, ws in cases.items())
+            + f" ({values})"}
     if len(set(known.values()) - {0}) > 1:
         return out | {"verdict": "window-dependent", "reason": f"the sign of the difference changes with the window "
                                                                f"({values})"}
@@ -357,7 +360,7 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
 
 def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float, sb: str) -> tuple[int | None, str]:
     """The sign of a's summary minus b's at window ``w`` (statuses ok, not_reached or within_noise), or None and
-    why no sign is known there.
+    why no sign is known there (without the window, which the verdict's reason adds, grouping equal texts).
 
     A summary ``not_reached`` lies beyond the window, so it is the larger; not an integral scale, which integrates S
     up to a zero crossing beyond the window: it is larger than its lower bound (an exact label's at that window,
@@ -366,26 +369,26 @@ def _sign_at(a: dict, b: dict, name: str, w: int, va: float, sa: str, vb: float,
     lie either side: no sign."""
     noisy = [r["label"] for r, st in ((a, sa), (b, sb)) if st == "within_noise"]
     if noisy:
-        return None, f"{' and '.join(noisy)} {'is' if len(noisy) == 1 else 'are'} within the noise at window {w}"
+        return None, f"{' and '.join(noisy)} {'is' if len(noisy) == 1 else 'are'} within the noise"
     if sa == sb == "not_reached":
         what = "both zero crossings of the integral scales lie" if name in _UNBOUNDED else "both lie"
-        return None, f"{what} beyond window {w}"
+        return None, f"{what} beyond the window"
     if name in _UNBOUNDED and "not_reached" in (sa, sb):
         (r, o, vo, so, sign) = (a, b, vb, sb, 1) if sa == "not_reached" else (b, a, va, sa, -1)
         bound = _bound_at(r, name, w)
         if bound is None:
             why = ("none for a sampled label: a bound estimated with noise is no bound" if not r["exact"] else
                    "none recorded: lower_bound is empty")
-            return None, (f"{r['label']}'s integral scale has its zero crossing beyond window {w} and no lower bound "
-                          f"there ({why}), so it may lie either side of {o['label']}'s {vo:g}")
+            return None, (f"{r['label']}'s integral scale has its zero crossing beyond the window and no lower bound "
+                          f"({why}), so it may lie either side of {o['label']}'s {vo:g}")
         io = _interval_at(o, name, w, vo, so)
         upper = io[1] if io is not None else vo
         if upper < bound:
             return sign, ""
         end = "" if upper == vo else " (the upper end of its interval open above)" if math.isinf(upper) \
             else f" (up to {upper:g}, the upper end of its {'range' if o['exact'] else 'interval'})"
-        return None, (f"{r['label']}'s integral scale, beyond its lower bound {bound:g} (the integral up to window "
-                      f"{w}), may lie either side of {o['label']}'s {vo:g}{end}: the bound does not settle it")
+        return None, (f"{r['label']}'s integral scale, beyond its lower bound {bound:g} (the integral up to the "
+                      f"window), may lie either side of {o['label']}'s {vo:g}{end}: the bound does not settle it")
     return (1 if sa == "not_reached" else -1 if sb == "not_reached" else int(np.sign(va - vb))), ""
 
 
