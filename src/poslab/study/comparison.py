@@ -248,7 +248,11 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         Per label: ``label``; ``windows``: {max_distance: {summary: (value, status)}} (every window analysed,
         the label's own included); ``max_distance`` (its own window); ``exact`` (bool: no sampling
         variability); ``interval``: {summary: (low, high)} at its own window (NaN: none; high NaN with low
-        finite: beyond the window); ``conditioning``: {summary: (low, high)} of ill-conditioned crossings;
+        finite: beyond the window); ``conditioning``: {summary: (low, high)} of ill-conditioned crossings (and
+        integral scales: :func:`_conditioning_range`); an exact label's ``crossing_low``: {summary: the first
+        distance below the level + 0.02, ⌈crossing_low⌉} (optional: the range of a crossing ``not_reached``),
+        ``lower_bound``: {summary: bound} at its own window and ``window_bounds``: {window: {summary: bound}}
+        (optional: an unreached integral scale's lower bound);
         ``replicates``: {summary: ndarray} at its own window (optional); ``window_intervals``:
         {window: {summary: (low, high)}} and ``window_replicates``: {window: {summary: ndarray}} at its smaller
         nested windows (optional: a sampled single run's, from window_sensitivity.csv and bootstrap.csv).
