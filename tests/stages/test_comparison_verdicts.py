@@ -250,3 +250,16 @@ def test_an_unreached_integral_scale_is_compared_by_its_lower_bound():
     assert "no sign at any common window: both zero crossings of the integral scales lie beyond the window at window " \
         "1023" \
         in got["reason"]
+
+
+def test_a_sampled_summary_beyond_the_window_has_no_uncertainty_without_a_bootstrap():
+    """A sampled label's "not reached" is beyond the window with certainty only where its resamples say so: with
+    n_resamples = 0 (no replicates) a smoothed_random first minimum "> 255" against sinusoidal's 22 was "longer,
+    exceeds its uncertainty at window 255" (W, stop 27); now not comparable. With resamples it stands."""
+    sampled = _label("smooth", {63: "not_reached", 127: "not_reached", 255: "not_reached"})
+    exact = _label("sin", {63: 22, 127: 22, 255: 22}, exact=True)
+    out = summary_verdict(sampled, exact, S)
+    assert out["verdict"] == "not comparable" and "smooth has none at window 63, 127, 255" in out["reason"]
+    resampled = _label("smooth", {63: "not_reached", 127: "not_reached", 255: "not_reached"},
+                       replicates=[np.inf] * 200)
+    assert summary_verdict(resampled, exact, S)["verdict"] == "longer"

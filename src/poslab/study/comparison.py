@@ -500,7 +500,9 @@ def _replicates_at(label: dict, name: str, window: int):
 def _interval_at(label: dict, name: str, window: int, value: float, status: str):
     """(low, high) of a label's summary at a window, or None when unknown there (module docstring)."""
     own = window == label["max_distance"]
-    bootstrapped = own or window in label.get("window_intervals", {})
+    # a sampled label's "beyond the window" is certain only where its resamples are beyond it too: with a bootstrap
+    # there (n_resamples = 0 gives none, and a noisy profile may be "not reached" by chance)
+    bootstrapped = bool(label.get("replicates")) if own else window in label.get("window_intervals", {})
     if status == "not_reached":
         if name in _UNBOUNDED:  # beyond an exact label's lower bound (_sign_at), else unknown
             bound = _bound_at(label, name, window)
