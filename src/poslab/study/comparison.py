@@ -580,17 +580,20 @@ def _beyond(column: pd.Series) -> np.ndarray:
 
 
 def _seed_windows(distance, pooled, means, noise: dict, options, level: float, n_positions: int,
-                  max_distance: int, *, own) -> pd.DataFrame:
-    """A label with seeds at its nested windows, as :func:`poslab.stages.window.window_dependent` reads them.
+                  max_distance: int, *, own) -> tuple[pd.DataFrame, dict]:
+    """A label with seeds at its nested windows: what comparison.csv reports for it, what its window flag
+    (:func:`poslab.stages.window.window_dependent`) reads and what the pairs' verdicts compare.
 
     At each nested window of ``n_positions`` and ``max_distance`` (:func:`poslab.stages.window.nested_windows`:
     a quarter, half and all of it) the seeds' pooled profile, truncated to the window's distances (the seeds'
     profiles in profiles.csv average every position; a run's own nested windows average its first
     ``n_positions`` · fraction positions, which only its tables hold), is
     summarised with the seeds as clusters of its noise (``noise``, truncated too), and so is every seed resample
-    of it (``means``, truncated: the same resamples at every window). The interval is the resamples' percentile
-    interval at ``level`` (a resample beyond the window or within the noise counts as +inf: an interval open
-    above has no high end), given where the pooled summary is a number.
+    of it (``means``, truncated: the same resamples at every window). A resample beyond the window or within the
+    noise is +inf (beyond any bound, not left out: leaving it out biased the interval low and never left it open
+    above), one that is undefined there NaN (left out). The interval is these replicates' percentile interval at
+    ``level`` (:func:`poslab.analysis.bootstrap.percentile_interval`: the high end NaN when the upper quantile is
+    +inf, open above, as summary.csv's), given where the pooled summary is a number.
 
     Parameters
     ----------
@@ -613,14 +616,18 @@ def _seed_windows(distance, pooled, means, noise: dict, options, level: float, n
 
     Returns
     -------
-    DataFrame
+    frame : DataFrame
         Columns ``summary``, ``window`` (positions), ``value`` (positions), ``status``, ``value_ci_low`` /
         ``value_ci_high`` (NaN: none; only the high end NaN: open above).
+    replicates : dict
+        {window: {summary: ndarray of shape (n_resamples,)}}: the resamples' summaries at each window (+inf beyond
+        it or within the noise, NaN undefined), in resample order at every window (paired by index with another
+        label's); empty when ``means`` is None.
     """
     beyond_codes = [STATUSES.index("not_reached"), STATUSES.index("within_noise")]
     settings = {"thresholds": options.thresholds, "min_rise": options.min_rise, "min_rise_se": options.min_rise_se,
                 "crossing_z": noise["crossing_z"]}
-    frames = []
+    frames, replicates = [], {}
     for _, _, window in nested_windows(n_positions, max_distance):
         if window >= max_distance:
             s, reps = own
@@ -631,27 +638,44 @@ def _seed_windows(distance, pooled, means, noise: dict, options, level: float, n
             reps = summaries_many(distance[keep], means[:, keep], **cut) if means is not None else None
         low, high = np.full(len(s.names), math.nan), np.full(len(s.names), math.nan)
         if reps is not None:
-            replicates = np.where(np.isin(reps.status, beyond_codes), np.inf, reps.values)
+            values = np.where(np.isin(reps.status, beyond_codes), np.inf, reps.values)
+            replicates[window] = {name: values[:, j] for j, name in enumerate(reps.names)}
             for j, name in enumerate(s.names):
                 if s.status[j] == "ok":
-                    low[j], high[j] = percentile_interval(replicates[:, j], level, integer=name not in _INTEGER)
+                    low[j], high[j] = percentile_interval(values[:, j], level, integer=name not in _INTEGER)
         frames.append(pd.DataFrame({"summary": list(s.names), "window": window, "value": s.values,
                                     "status": list(s.status), "value_ci_low": low, "value_ci_high": high}))
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True), replicates
 
 
-def _window_rows(frame: pd.DataFrame | None) -> dict:
-    """{window: {summary: (value, status)}} from one run's (or one label's seeds') window_sensitivity rows."""
+def _seed_label(frame: pd.DataFrame, replicates: dict, max_distance: int) -> dict:
+    """The keys :func:`summary_verdict` reads of a label with seeds, from :func:`_seed_windows`: ``windows``,
+    ``interval`` and ``replicates`` at its own window, ``window_intervals`` and ``window_replicates`` at the
+    smaller ones (a window the seed bootstrap ran at is a key even without a finite interval there: a summary
+    ``not_reached`` at it is then beyond it, (W + 1, inf), as at a single run's own window)."""
+    out = {"windows": {}, "interval": {}, "replicates": replicates.get(max_distance, {}), "window_intervals": {},
+           "window_replicates": {w: reps for w, reps in replicates.items() if w != max_distance}}
+    for w in replicates:
+        if w != max_distance:
+            out["window_intervals"][w] = {}
+    for r in frame.itertuples(index=False):
+        window = int(r.window)
+        out["windows"].setdefault(window, {})[r.summary] = (float(r.value), r.status)
+        if window == max_distance:
+            out["interval"][r.summary] = (float(r.value_ci_low), float(r.value_ci_high))
+        elif np.isfinite(r.value_ci_low) and window in out["window_intervals"]:
+            out["window_intervals"][window][r.summary] = (float(r.value_ci_low), _number(r.value_ci_high))
+    return out
+
+
+def _window_rows(frame: pd.DataFrame | None, seed) -> dict:
+    """{window: {summary: (value, status)}} from one run's window_sensitivity rows (a label with seeds:
+    :func:`_seed_label`)."""
     if frame is None or not len(frame):
         return {}
     out = {}
-    for (window, name), rows in frame.groupby(["window", "summary"], sort=False):
-        statuses = set(rows["status"])
-        if statuses == {"ok"}:
-            out.setdefault(int(window), {})[name] = (float(rows["value"].mean()), "ok")
-        else:  # seeds that disagree: the first status that is not ok stands
-            status = next(s for s in rows["status"] if s != "ok")
-            out.setdefault(int(window), {})[name] = (math.nan, status)
+    for r in _of_seed(frame, seed).itertuples(index=False):
+        out.setdefault(int(r.window), {})[r.summary] = (float(r.value) if r.status == "ok" else math.nan, r.status)
     return out
 
 
@@ -697,7 +721,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
             else "cosine"
         info = {"label": label, "max_distance": base["max_distance"], "kernel": base["kernel"], "interval": {},
                 "conditioning": {}, "crossing_low": {}, "lower_bound": {},
-                "replicates": {}, "windows": _window_rows(windows.get(label)), "exact": False}
+                "replicates": {}, "windows": {}, "exact": False}
         seeds = runs["seed"].dropna()
         values, statuses = {}, {}
         if len(seeds) >= 2:
@@ -719,13 +743,6 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                 means, _ = resample_units(sums, counts, n_resamples, np.random.default_rng(_label_seed(label)))
                 reps = summaries_many(distance, means, thresholds=options.thresholds, min_rise=options.min_rise,
                                       min_rise_se=options.min_rise_se, **noise)
-                beyond = np.isin(reps.status, [STATUSES.index("not_reached"), STATUSES.index("within_noise")])
-                for j, name in enumerate(reps.names):
-                    # not reached within the window, or within the noise: beyond any bound (+inf), not left out
-                    info["replicates"][name] = np.where(beyond[:, j], np.inf, reps.values[:, j])
-                    if statuses[name] == "ok":
-                        info["interval"][name] = percentile_interval(reps.values[:, j], level,
-                                                                     integer=name not in _INTEGER)
             elif n_resamples and "ok" in statuses.values():
                 need = next(n for n in itertools.count(len(seeds)) if math.comb(2 * n - 1, n) >= min_replicates(level))
                 warnings.warn(f"{label}: {len(seeds)} seeds have only {math.comb(2 * len(seeds) - 1, len(seeds))} "
@@ -740,11 +757,16 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                      "value_ci_high": result.decay_length_ci[1] if enough and n_resamples else math.nan}
             method = {"ci_method": "seed" if n_resamples else "none", "ci_level": level, "n_resamples": n_resamples}
             n_positions = int(runs["n_positions"].max()) if "n_positions" in runs else base["max_distance"] + 1
-            dependent = set(window_dependent(_seed_windows(distance, pooled, means, noise, options, level,
-                                                           n_positions, base["max_distance"], own=(s, reps))))
+            # the pooled profile and its resamples at each nested window: the values, intervals and replicates
+            # comparison.csv reports (its own window), the verdicts compare and the window flag reads
+            frame, replicates = _seed_windows(distance, pooled, means, noise, options, level, n_positions,
+                                              base["max_distance"], own=(s, reps))
+            info |= _seed_label(frame, replicates, base["max_distance"])
+            dependent = set(window_dependent(frame))
         else:
             run = runs.iloc[0]
             info["exact"] = run.get("ci_method") == "exact"
+            info["windows"] = _window_rows(windows.get(label), run["seed"])
             if (depth := ripple_depth(run)) is not None:
                 info["ripple"] = depth  # an exact cosine sum's first dip
             mine = summaries.get(label)
