@@ -32,7 +32,8 @@ COMPARISON = Table(
         Column("max_distance", "int", "positions", "the window analysed (the largest of the label's runs)"),
         Column("kernel", "str", "", "the scale of its profile (summary.csv kernel): cosine or attention_prior"),
         Column("value", "float", "positions", "the summary of the label: its one run's, or that of its seeds' "
-               "pooled profile", interval=True),
+               "pooled profile (its interval: the seed bootstrap's, a resample beyond the window or within the "
+               "noise counted as beyond it: high end empty when the upper quantile lies there)", interval=True),
         Column("status", "str", "", "ok, not_reached (within max_distance), undefined, or the profile's degenerate "
                "status (too_few_points, flat, rising, no_decay); for decay_length: ok or none"),
         Column("window_dependent", "str", "", "yes: the summary moves with the window. Between two of a quarter, "
@@ -66,8 +67,9 @@ COMPARISON_PAIRS = Table(
                "judged at"),
         Column("windows", "str", "positions", "every common window compared (';'-separated max_distances: a quarter, "
                "half and all of each label's window, window_sensitivity.csv)"),
-        Column("value", "float", "positions", "label's summary at window (empty: not a number there)"),
-        Column("other_value", "float", "positions", "other_label's summary at window"),
+        Column("value", "float", "positions", "label's summary at window (empty: not a number there); a label "
+               "with seeds: its pooled profile's, cut to the window (at its own window comparison.csv's value)"),
+        Column("other_value", "float", "positions", "other_label's summary at window (as value)"),
         Column("difference", "float", "positions", "value - other_value; its bootstrap interval pairs the two labels' "
                "replicates by index (empty unless both are bootstrapped at window)", interval=True),
         Column("ci_level", "float", "", "level of the intervals"),

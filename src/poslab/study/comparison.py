@@ -14,7 +14,10 @@ Per label, each summary (:mod:`poslab.analysis.summaries`) and its interval come
   and seeds are resampled with replacement
   (:func:`poslab.analysis.bootstrap.resample_units`), each resampled pooled
   profile summarised again (:func:`poslab.analysis.summaries.summaries_many`);
-  percentile intervals;
+  percentile intervals, a resample beyond the window or within the noise
+  counted as +inf, not left out (open above when the upper quantile is, as
+  a run's in ``summary.csv``; left out, it biased the interval low and never
+  left it open);
 * **the run** otherwise: its ``summary.csv`` value and interval (the
   anchor-block bootstrap's), or no interval when the run is exact
   (``ci_method = exact``: no sampling variability).
@@ -36,7 +39,10 @@ without a scale it measures the window (README).
 
 **Verdicts** (:func:`summary_verdict`). Two labels are compared at every
 *common window*: each run's summaries are also measured at a quarter and half
-of its window (``window_sensitivity.csv``), so runs analysed over different
+of its window (``window_sensitivity.csv``; a label with seeds: its pooled
+profile cut to those windows' distances, :func:`_seed_windows`, so at its own
+window a pair compares the values ``comparison.csv`` reports, not the mean of
+its seeds' rows), so runs analysed over different
 windows (a 256-position table against 1024-position ones) meet at the
 windows they share instead of being refused. At each common window the
 difference has a sign (a summary ``not_reached`` lies beyond the window,
@@ -70,10 +76,12 @@ may stay above 0 by noise alone). The uncertainties:
   values of the integral); on another kernel scale unknown;
 * an estimated single run has its interval at its own window (summary.csv)
   and at each smaller nested window (``window_sensitivity.csv``: the
-  anchor-block bootstrap of that window); a label with seeds at its own
-  window only (the seed bootstrap runs there);
-* two estimated labels at a window where ``bootstrap.csv`` holds both
-  labels' replicates of that summary (their own window, or a nested one):
+  anchor-block bootstrap of that window); a label with seeds at each of
+  its nested windows, its own included: the seed bootstrap of its pooled
+  profile cut to the window (the same resamples at every window);
+* two estimated labels at a window where both have replicates of that
+  summary (``bootstrap.csv``'s, a label with seeds' seed resamples; their
+  own window, or a nested one):
   the percentile interval of the paired replicates' differences (paired by
   index: the resamples are independent, so this draws from the joint
   distribution; Schenker & Gentleman 2001 on why this beats asking whether
@@ -255,7 +263,8 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         (optional: an unreached integral scale's lower bound);
         ``replicates``: {summary: ndarray} at its own window (optional); ``window_intervals``:
         {window: {summary: (low, high)}} and ``window_replicates``: {window: {summary: ndarray}} at its smaller
-        nested windows (optional: a sampled single run's, from window_sensitivity.csv and bootstrap.csv).
+        nested windows (optional: a sampled single run's, from window_sensitivity.csv and bootstrap.csv; a label
+        with seeds', from its seed bootstrap, :func:`_seed_windows`).
     name : str
         The summary.
     level : float
@@ -338,8 +347,8 @@ def summary_verdict(a: dict, b: dict, name: str, *, level: float = BOOTSTRAP_LEV
         missing = [f"{r['label']} has none at window {', '.join(map(str, gaps))}" for r in (a, b)
                    if (gaps := [w for w in common if _interval_at(r, name, w, 0.0, "ok") is None])]
         return out | {"verdict": "not comparable", "reason": "no interval of the difference at any common window: "
-                      + "; ".join(missing) + " (no bootstrap there: n_resamples = 0, or a label with seeds, whose "
-                      f"seed bootstrap runs at its own window only) ({values})"}
+                      + "; ".join(missing) + " (no bootstrap there: n_resamples = 0, or a label with too few "
+                      f"seeds for a seed interval) ({values})"}
     yes = [w for w, e in judged.items() if e]
     no = [w for w, e in judged.items() if not e]
     if yes and no:
