@@ -1,5 +1,7 @@
 """The window flag of a label with seeds: its pooled profile at its nested windows, not any seed's flag."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -82,3 +84,107 @@ def test_null_model_with_30_seeds_is_not_flagged(tmp_path):
     per_seed = result.summary["window_dependent"].fillna("").str.split(";").explode()
     assert per_seed[per_seed != ""].value_counts().max() <= 5  # each seed's own test: rare
     assert _flags(result.comparison, "smoothed_random(length_scale=16)") == set()
+
+
+SUMMARIES = ("band_width_0p9", "band_width_0p5", "e_folding_distance", "zero_crossing", "first_minimum",
+             "integral_scale")
+
+
+def _with_windows(tables, other=20.0):
+    """The seeds' own window_sensitivity rows (each seed's profile summarised at its nested windows: what the pairs
+    used to average) and an exact single label "sinusoidal" whose every summary is ``other`` at every window."""
+    from poslab.analysis.summaries import profile_summaries
+    from poslab.stages.window import nested_windows
+
+    rows = []
+    for seed, mine in tables["profiles"].groupby("seed"):
+        for _, _, window in nested_windows(N, N - 1):
+            cut = mine[mine["distance"] <= window]
+            s = profile_summaries(cut["distance"].to_numpy(float), cut["mean_similarity"].to_numpy(float))
+            rows += [{"label": LABEL, "seed": seed, "summary": name, "window": window, "value": value,
+                      "status": status} for name, value, status in zip(s.names, s.values, s.status)]
+    rows += [{"label": "sinusoidal", "seed": np.nan, "summary": name, "window": window, "value": other,
+              "status": "ok"} for _, _, window in nested_windows(N, N - 1) for name in SUMMARIES]
+    summary = tables["summary"]
+    summary.loc[summary["label"] == "sinusoidal", list(SUMMARIES)] = other
+    return tables | {"window_sensitivity": pd.DataFrame(rows)}
+
+
+def test_a_pair_compares_the_values_comparison_csv_reports_for_a_label_with_seeds():
+    """exp(-k / 8) with noise, 8 seeds, against an exact label at 20. The pair's value at the label's own window
+    is comparison.csv's (the pooled profile's), and so is its status (in ``reason``); at the smaller windows the
+    pooled profile cut there (its first distance below 0.5, counted here: 6 at every window). The pairs used to
+    take the mean of the seeds' own window_sensitivity rows: a 1/e distance of 8.5 against comparison.csv's 8,
+    a 0.9 width of 1.125 against 1, a zero crossing of 39 (every seed's, ok) against the pooled profile's
+    within_noise."""
+    tables = _with_windows(_tables(lambda k: np.exp(-k / 8), single=""))
+    out = compare_runs(tables, _spec())
+    mine = out["comparison"][out["comparison"]["label"] == LABEL].set_index("summary")
+    pairs = out["comparison_pairs"].set_index("summary")
+    assert set(pairs["window"]) == {N - 1} and set(pairs["windows"]) == {"31;63;127"}
+    for name in SUMMARIES:
+        value, status = mine.loc[name, ["value", "status"]]
+        assert pairs.loc[name, "value"] == pytest.approx(value, nan_ok=True), name
+        shown = {"ok": f"{value:g}", "within_noise": "noise"}.get(status, f"> {N - 1}")
+        if name == "integral_scale" and status == "not_reached":
+            shown = f"crossing > {N - 1}"
+        assert f"127: {shown} vs 20" in pairs.loc[name, "reason"], name
+    # the old mismatch: the mean of the seeds' own rows at the own window
+    seeds = tables["window_sensitivity"]
+    seeds = seeds[(seeds["label"] == LABEL) & (seeds["window"] == N - 1)].set_index(["summary", "seed"])
+    assert seeds.loc["e_folding_distance", "value"].mean() == 8.5 and mine.loc["e_folding_distance", "value"] == 8
+    assert seeds.loc["band_width_0p9", "value"].mean() == 1.125 and mine.loc["band_width_0p9", "value"] == 1
+    assert set(seeds.loc["zero_crossing", "status"]) == {"ok"} and mine.loc["zero_crossing", "status"] == \
+        "within_noise"
+    # the smaller windows: the pooled profile (weighted by pairs) cut there, its first distance below 0.5
+    profiles = tables["profiles"]
+    pooled = (profiles["mean_similarity"] * profiles["n_pairs"]).groupby(profiles["distance"]).sum() \
+        / profiles["n_pairs"].groupby(profiles["distance"]).sum()
+    first = next(k for k in range(1, N) if pooled[k] < 0.5)
+    assert f"31: {first} vs 20; 63: {first} vs 20; 127: {first} vs 20" in pairs.loc["band_width_0p5", "reason"]
+    # its seed-bootstrap intervals are known at every window: the difference exceeds them at each
+    assert pairs.loc["band_width_0p5", "verdict"] == "shorter"
+    assert "exceeds its uncertainty at window(s) 31, 63, 127" in pairs.loc["band_width_0p5", "reason"]
+
+
+def test_seed_resamples_beyond_the_window_leave_the_interval_open_above():
+    """Known truth: 8 seeds 1 - (k / 120)² / 2 + δ (δ from -0.04 to 0.03): the pooled profile crosses 0.5 at 120,
+    beyond its noise by distance 127 by little, so some seed resamples cross it within the noise or not at all
+    (beyond the window). Counted here resample by resample (each resampled pooled profile summarised alone): more
+    than 2.5 % of 200 lie beyond, so the 95 % interval is open above (low end the 2.5 % order statistic, high end
+    empty), as the paired differences and the window flag count them. Left out (the old rule), they gave a
+    closed interval biased low."""
+    from poslab.analysis.bootstrap import AnchorBlocks, block_standard_errors, resample_units
+    from poslab.analysis.summaries import profile_summaries
+
+    k = np.arange(N)
+    offsets = [-0.04, -0.03, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03]
+    means = np.array([np.where(k > 0, 1 - 0.5 * (k / 120) ** 2 + d, 1.0) for d in offsets])
+    profiles = pd.concat([pd.DataFrame({"label": LABEL, "seed": seed, "distance": k, "mean_similarity": mean,
+                                        "std_similarity": 0.1, "n_pairs": N - k})
+                          for seed, mean in enumerate(means)], ignore_index=True)
+    summary = pd.DataFrame([{"label": LABEL, "kind": "random", "seed": seed, "status": "ok", "n_positions": N,
+                             "max_distance": N - 1, "window_dependent": ""} for seed in range(len(offsets))])
+    spec = _spec()
+    row = compare_runs({"summary": summary, "profiles": profiles}, spec)["comparison"].set_index("summary") \
+        .loc["band_width_0p5"]
+    # brute force: the same seed resamples (the label's generator), each summarised alone
+    import zlib
+
+    sums, counts = means * (N - k), np.tile(N - k, (len(offsets), 1)).astype(float)
+    noise = {"noise_se": block_standard_errors(AnchorBlocks(sums, counts, 1)), "n_pairs": counts.sum(0),
+             "crossing_z": spec.analysis.crossing_z}
+    resampled, _ = resample_units(sums, counts, 200, np.random.default_rng(zlib.crc32(LABEL.encode())))
+    values = []
+    for profile in resampled:
+        s = profile_summaries(k, profile, thresholds=spec.analysis.thresholds, **noise)
+        j = s.names.index("band_width_0p5")
+        values.append(np.inf if s.status[j] in ("not_reached", "within_noise") else s.values[j])
+    values = np.sort(values)
+    beyond = int(np.isinf(values).sum())
+    assert 0.025 * 200 < beyond < 0.5 * 200
+    low, high = values[math.ceil(0.025 * 200) - 1], values[math.ceil(0.975 * 200) - 1]  # inverted_cdf
+    assert (row["value"], row["status"]) == (120, "ok")
+    assert row["value_ci_low"] == low and np.isinf(high) and pd.isna(row["value_ci_high"])
+    finite = values[np.isfinite(values)]  # the old rule: beyond ones left out, a closed interval
+    assert finite[math.ceil(0.975 * finite.size) - 1] < N and finite[math.ceil(0.025 * finite.size) - 1] <= low
