@@ -29,7 +29,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, _signals
 
 
 #: Environment settings of the ``poslab`` command (its workers inherit them); a value already in the environment
@@ -58,10 +58,13 @@ def entry() -> None:
     Tests call :func:`main` (click's runner), never this.
 
     Before anything loads numpy, the command sets three settings of the process's numerical libraries, unless the
-    user's environment already sets them (see :data:`PROCESS_SETTINGS`). None changes a computed value.
+    user's environment already sets them (see :data:`PROCESS_SETTINGS`). None changes a computed value. A Ctrl-C
+    or SIGTERM whose exception Python drops (raised inside a ``__del__``) prints no "Exception ignored" traceback:
+    the command raises it again and says "interrupted" (:mod:`poslab._signals`).
     """
     for name, value in PROCESS_SETTINGS.items():
         os.environ.setdefault(name, value)
+    sys.unraisablehook = _signals.unraisable_hook(sys.unraisablehook)  # a dropped Ctrl-C prints no traceback
     try:
         main(prog_name="poslab")
     except SystemExit as exc:
@@ -99,7 +102,12 @@ class _Stopped(SystemExit):
 
 def _terminate(signum, frame):
     # SIGTERM becomes SystemExit, so the results writer removes its temporary folder and the workers are stopped
-    raise _Stopped(128 + signum)
+    _signals.raise_signal(_Stopped(128 + signum))
+
+
+def _interrupt(signum, frame):
+    # Ctrl-C: Python's own KeyboardInterrupt, kept in case Python drops it (poslab._signals)
+    _signals.raise_signal(KeyboardInterrupt)
 
 
 #: Exit statuses (module docstring); 141 (128 + SIGPIPE, as a shell reports a tool killed by it): the reader of
@@ -154,6 +162,7 @@ class _Group(click.Group):
     """Ctrl-C exits 130 (click's default is 1, which here means "some runs failed"); no traceback ever."""
 
     def invoke(self, ctx):
+        _signals.clear()
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -176,6 +185,8 @@ class _Group(click.Group):
             click.secho(f"error: {type(exc).__name__}: {exc} (internal error at {where}; please report it with "
                         "the command that caused it)", fg="red", err=True)
             ctx.exit(EXIT_FAILED)
+        finally:
+            _signals.clear()  # acted on (or the command has ended): nothing is kept beyond it
 
 
 @click.group(cls=_Group)
@@ -185,6 +196,9 @@ def main():
     warnings.showwarning = _show_warning
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
+            signal.default_int_handler:  # Python's own; not one a caller installed, not SIG_IGN
+        signal.signal(signal.SIGINT, _interrupt)
 
 
 @main.command()
@@ -363,6 +377,7 @@ def _in_a_thread(call):
     thread.start()
     while thread.is_alive():
         thread.join(0.25)  # the main thread wakes up for a signal's handler, which raises here
+        _signals.check()  # or raises it again here, if Python dropped it (poslab._signals)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

@@ -24,7 +24,7 @@ from pathlib import Path, PurePath
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, _signals
 from .._atomic import AtomicFolder, check_can_create, friendly_os_error
 from .._threads import usable_cpus
 from ..stages import TABLES as SCHEMA
@@ -497,6 +497,7 @@ class _Drawing:
         else:
             while self.thread.is_alive():
                 self.thread.join(0.25)
+                _signals.check()  # a Ctrl-C Python dropped is raised here (poslab._signals)
         if self.worker is not None:
             self.worker.kill()  # exited already, unless the drawing raised
         if self.error is not None:
