@@ -283,14 +283,15 @@ def test_a_ctrl_c_that_python_drops_still_stops_the_command(monkeypatch):
             cli._interrupt(signal.SIGINT, None)
 
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)  # what Python prints, unprinted here
-    try:
+    with _signals.command():
         Dropped()  # deleted at once: its KeyboardInterrupt is dropped
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             cli._in_a_thread(lambda: time.sleep(20))
         assert time.monotonic() - start < 10
-    finally:
-        _signals.clear()
+    Dropped()  # outside a command nothing is kept
+    assert not _signals._pending
+    cli._in_a_thread(lambda: None)
 
 
 def test_a_dropped_ctrl_c_stops_the_worker_processes_too(tmp_path, monkeypatch):
@@ -307,14 +308,12 @@ def test_a_dropped_ctrl_c_stops_the_worker_processes_too(tmp_path, monkeypatch):
     spec = parse_study({"name": "s", "n_positions": 64, "dim": 8, "seeds": [0, 1, 2, 3],
                         "analysis": {"n_resamples": 0}, "encodings": [{"kind": "random"}]})
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
-    try:
+    with _signals.command():
         _signals._pending[:] = [KeyboardInterrupt]  # as cli._interrupt leaves it when Python dropped the raise
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             run_study(spec, progress=False, executor="processes", jobs=2)
         assert time.monotonic() - start < 60
-    finally:
-        _signals.clear()
 
 
 def test_a_dropped_signal_prints_no_traceback():
@@ -328,13 +327,10 @@ def test_a_dropped_signal_prints_no_traceback():
     hook = _signals.unraisable_hook(seen.append)
     kept = types.SimpleNamespace(exc_value=KeyboardInterrupt())
     other = types.SimpleNamespace(exc_value=ValueError("x"))
-    try:
+    with _signals.command():
         _signals._pending[:] = [KeyboardInterrupt]
         hook(kept)
         hook(other)
         assert seen == [other]
-        _signals.clear()
-        hook(kept)
-        assert seen == [other, kept]
-    finally:
-        _signals.clear()
+    hook(kept)  # the command has ended: nothing kept
+    assert seen == [other, kept]

@@ -162,7 +162,10 @@ class _Group(click.Group):
     """Ctrl-C exits 130 (click's default is 1, which here means "some runs failed"); no traceback ever."""
 
     def invoke(self, ctx):
-        _signals.clear()
+        with _signals.command():  # a signal whose exception Python drops is raised again meanwhile
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -185,8 +188,6 @@ class _Group(click.Group):
             click.secho(f"error: {type(exc).__name__}: {exc} (internal error at {where}; please report it with "
                         "the command that caused it)", fg="red", err=True)
             ctx.exit(EXIT_FAILED)
-        finally:
-            _signals.clear()  # acted on (or the command has ended): nothing is kept beyond it
 
 
 @click.group(cls=_Group)
