@@ -334,3 +334,26 @@ def test_a_dropped_signal_prints_no_traceback():
         assert seen == [other]
     hook(kept)  # the command has ended: nothing kept
     assert seen == [other, kept]
+
+
+def test_a_signal_in_a_deferred_step_is_raised_when_it_is_done():
+    """A worker's launch is not cut in two by Ctrl-C (it printed the half-launched worker's EOFError traceback):
+    the command's signal is kept meanwhile and raised at the step's end; outside a command nothing is deferred."""
+    import signal
+
+    import pytest
+
+    from poslab import _signals, cli
+
+    done = []
+    with _signals.command():
+        with pytest.raises(KeyboardInterrupt):
+            with _signals.deferred():
+                cli._interrupt(signal.SIGINT, None)  # returns: kept
+                done.append("launched")
+        assert done == ["launched"]
+    with pytest.raises(KeyboardInterrupt):
+        with _signals.deferred():
+            cli._interrupt(signal.SIGINT, None)  # no command: raised at once
+            done.append("not reached")
+    assert done == ["launched"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 
-_state = {"active": False}
+_state = {"active": False, "deferred": 0}
 _pending: list = []  # the exception class or instance a handler raised during the command
 
 
@@ -32,10 +32,25 @@ def command():
 
 def raise_signal(exc) -> None:
     """Raise ``exc`` (a KeyboardInterrupt, a SystemExit) from a signal handler; kept for :func:`check` during a
-    command."""
+    command, and only kept inside :func:`deferred`."""
     if _state["active"]:
         _pending[:] = [exc]
+        if _state["deferred"]:
+            return
     raise exc
+
+
+@contextlib.contextmanager
+def deferred():
+    """A step a signal must not cut in two (a worker process half launched, which then prints a traceback as it
+    reads a closed pipe): a command's signal that comes meanwhile is raised when the step is done."""
+    _state["deferred"] += 1
+    try:
+        yield
+    finally:
+        _state["deferred"] -= 1
+        if not _state["deferred"]:
+            check()
 
 
 def check() -> None:

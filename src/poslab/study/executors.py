@@ -442,15 +442,16 @@ def _map_processes(func, items, jobs) -> Iterator[tuple[int, Outcome]]:
         nonlocal cannot_start
         mine, theirs = ctx.Pipe(duplex=True)
         process = ctx.Process(target=_worker, args=(theirs, payload, threads), daemon=True, name="poslab-worker")
-        try:
-            process.start()
-        except (OSError, EOFError) as exc:  # the fork server could not be started or reached (or died importing)
-            cannot_start = f"a worker process could not be started ({type(exc).__name__}: {exc})", _GUARD
-            mine.close()
-            return
-        finally:
-            theirs.close()
-        slots.append(_Slot(process, mine))
+        with _signals.deferred():  # a Ctrl-C while the worker is launched waits until it is a slot (stopped below)
+            try:
+                process.start()
+            except (OSError, EOFError) as exc:  # the fork server could not be started or reached (or died importing)
+                cannot_start = f"a worker process could not be started ({type(exc).__name__}: {exc})", _GUARD
+                mine.close()
+                return
+            finally:
+                theirs.close()
+            slots.append(_Slot(process, mine))
 
     def assign(slot: _Slot) -> None:
         if pending:
