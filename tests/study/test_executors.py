@@ -305,11 +305,13 @@ def test_a_ctrl_c_while_the_fork_server_starts_is_acted_on_once_it_has():
     """Ctrl-C is ignored while the fork server starts (the server inherits that through exec), but blocked too, so
     one that comes meanwhile is delivered once the server is up instead of lost (it was: the command then waited
     for its runs; tests/faults, 2 times in 41 under load). In a fresh process, as ``poslab run`` calls it: before
-    any other thread (a thread that does not block it would take the signal and drop it, ignored)."""
+    any other thread (a thread that does not block it would take the signal and drop it, ignored), with Python's
+    own Ctrl-C handler (a shell's background job, `make test &`, starts with Ctrl-C ignored, and keeps it so)."""
     import subprocess
 
     code = (
         "import multiprocessing.forkserver, os, signal\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if this runs in the background\n"
         "from poslab.study import executors\n"
         "multiprocessing.forkserver.ensure_running = lambda: os.kill(os.getpid(), signal.SIGINT)  # comes meanwhile\n"
         "try:\n"
