@@ -260,7 +260,7 @@ class WindowSensitivity(Stage):
                 "fraction": w.fraction, "window_positions": w.n_positions, "window": w.max_distance,
                 "summary": list(s.names), "value": s.values, "value_ci_low": low, "value_ci_high": high,
                 "status": list(s.status), "ill_conditioned": s.ill_conditioned,
-                "lower_bound": s.lower_bound if s.lower_bound is not None else np.full(len(s.names), np.nan)}))
+                "lower_bound": s.lower_bound}))
         frame = pd.concat(frames, ignore_index=True)
         return Output(summary={"window_dependent": ";".join(window_dependent(_with_own_intervals(frame, ctx)))},
                       tables={"window_sensitivity": frame})

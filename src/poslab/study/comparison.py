@@ -721,7 +721,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     # only a label with several seeds pools its runs' profiles (the largest table: a row per run and distance)
     seeded = ok["seed"].notna().groupby(ok["label"], sort=False).sum()
     profiles = _by_label(_of_labels(tables.get("profiles"), seeded.index[seeded >= 2]))
-    rows, labels, kinds, bounds = [], [], {}, {}  # bounds: {(label, summary): an exact label's lower_bound}
+    rows, labels, kinds = [], [], {}
     for label, runs in ok.groupby("label", sort=False):
         kinds[label] = runs["kind"].iloc[0]
         base = {"study": spec.name, "label": label, "kind": runs["kind"].iloc[0], "seed": pd.NA, "n_runs": len(runs),
@@ -795,7 +795,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
                         info["crossing_low"][r.summary] = math.ceil(r.crossing_low)
                     bound = _number(getattr(r, "lower_bound", math.nan))
                     if r.summary in _UNBOUNDED and r.status == "not_reached" and np.isfinite(bound):
-                        info["lower_bound"][r.summary] = bounds[label, r.summary] = bound
+                        info["lower_bound"][r.summary] = bound
             if label in boot:
                 reps = _of_seed(boot[label], run["seed"])
                 if "window" in reps:  # the run's own window (the smaller ones: window_replicates)
@@ -831,6 +831,7 @@ def compare_runs(tables: dict[str, pd.DataFrame], spec) -> dict[str, pd.DataFram
     # not reached ranks first (beyond the window), except an integral scale: by its lower bound where an exact
     # label has one (its worst place by value: the verdicts' rank range says how much higher it may lie), else not
     unbounded = comparison["summary"].isin(_UNBOUNDED) & (comparison["status"] == "not_reached")
+    bounds = {(info["label"], name): b for info in labels for name, b in info["lower_bound"].items()}
     bound = pd.Series([bounds.get(k, math.nan) for k in zip(comparison["label"], comparison["summary"])],
                       index=comparison.index, dtype=float)
     key = np.where(comparison["status"] == "not_reached", np.where(unbounded, bound, np.inf),
